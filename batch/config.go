@@ -1,0 +1,92 @@
+package batch
+
+import (
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmbatch/llmbatch/llm"
+)
+
+// Config is one run. cmd fills it in from flags, environment and config file.
+type Config struct {
+	Input      io.Reader // the JSONL input; read once, streamed
+	InputPath  string    // the input's path, "" or "-" for stdin; used to refuse writing over it
+	Output     string    // the results file; required
+	Errors     string    // the errors file; default: Output without .jsonl, plus .errors.jsonl
+	Checkpoint string    // the journal; default Output + ".ckpt"
+
+	Client      *llm.Client  // sends the requests; required
+	Limiter     *llm.Limiter // the client's limiter, closed when the run stops taking work; may be nil
+	Concurrency int          // requests in flight at most; default 4
+
+	Model       string   // default model for records without one
+	System      string   // default system prompt
+	Template    string   // Go text/template over the record's fields, making the prompt
+	MaxTokens   *int     // max_tokens for records that do not set it
+	Temperature *float64 // temperature for records that do not set it
+
+	RetryFailed  bool          // redo items recorded as failed
+	MaxLineBytes int           // longest input line accepted; default 64 MiB
+	SyncEvery    time.Duration // how often results are made durable; default 200ms
+
+	// Stop, when closed, makes the run stop taking new work: requests in
+	// flight finish and are recorded, then Run returns ErrInterrupted.
+	// Cancelling Run's context instead abandons requests in flight.
+	Stop <-chan struct{}
+
+	Counters *Counters    // live figures for progress display; Run allocates one if nil
+	Logger   *slog.Logger // default discards
+}
+
+func (c *Config) setDefaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.Errors == "" {
+		c.Errors = ErrorsPath(c.Output)
+	}
+	if c.Checkpoint == "" {
+		c.Checkpoint = c.Output + ".ckpt"
+	}
+	if c.MaxLineBytes <= 0 {
+		c.MaxLineBytes = 64 << 20
+	}
+	if c.SyncEvery <= 0 {
+		c.SyncEvery = 200 * time.Millisecond
+	}
+	if c.Counters == nil {
+		c.Counters = &Counters{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// ErrorsPath returns the errors file that goes with the results file out:
+// "res.jsonl" gives "res.errors.jsonl".
+func ErrorsPath(out string) string {
+	return strings.TrimSuffix(out, ".jsonl") + ".errors.jsonl"
+}
+
+// DefaultOutput returns the results file for an input file:
+// "in.jsonl" gives "in.out.jsonl".
+func DefaultOutput(input string) string {
+	return strings.TrimSuffix(input, ".jsonl") + ".out.jsonl"
+}
+
+// settings are the answer-shaping settings recorded in the checkpoint: a
+// rerun with other values would mix answers of two different jobs.
+func (c *Config) settings() map[string]string {
+	s := map[string]string{"model": c.Model, "system": c.System, "template": c.Template}
+	s["max_tokens"], s["temperature"] = "", ""
+	if c.MaxTokens != nil {
+		s["max_tokens"] = strconv.Itoa(*c.MaxTokens)
+	}
+	if c.Temperature != nil {
+		s["temperature"] = strconv.FormatFloat(*c.Temperature, 'g', -1, 64)
+	}
+	return s
+}

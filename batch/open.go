@@ -1,0 +1,233 @@
+package batch
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/llmbatch/llmbatch/checkpoint"
+)
+
+// SetupError is a problem found before any request was sent: a bad path, a
+// checkpoint held by another run or written with other settings. (exit 2)
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+func setupErr(format string, a ...any) error { return &SetupError{fmt.Errorf(format, a...)} }
+
+// openWriter checks the paths, opens the journal, repairs torn tails left by
+// a crash and reconciles the journal with the results and errors files.
+func openWriter(cfg *Config) (*writer, error) {
+	if cfg.Output == "" {
+		return nil, setupErr("no output file")
+	}
+	for _, p := range []string{cfg.Output, cfg.Errors, cfg.Checkpoint} {
+		if err := checkPath(p, cfg.InputPath); err != nil {
+			return nil, err
+		}
+	}
+	j, err := checkpoint.Open(cfg.Checkpoint, cfg.settings())
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	w := &writer{cfg: cfg, j: j, out: &appendFile{path: cfg.Output}, errs: &appendFile{path: cfg.Errors}}
+	if err := w.recover(); err != nil {
+		j.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func checkPath(p, input string) error {
+	dir := filepath.Dir(p)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return setupErr("directory %s of %s does not exist", dir, p)
+	}
+	if fi, err := os.Stat(p); err == nil {
+		if fi.IsDir() {
+			return setupErr("%s is a directory", p)
+		}
+		if input != "" && input != "-" {
+			if in, err := os.Stat(input); err == nil && os.SameFile(fi, in) {
+				return setupErr("%s is the input file: refusing to write over it", p)
+			}
+		}
+	}
+	return nil
+}
+
+// recover trims torn last lines and records in the journal every result or
+// error line a crash left unrecorded (the line was written, the journal not).
+func (w *writer) recover() error {
+	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
+		if _, err := checkpoint.RepairTail(p); err != nil {
+			return &SetupError{err}
+		}
+	}
+	added := 0
+	err := scanLines(w.cfg.Errors, func(n int, b []byte) error {
+		key, st := errorsKey(b)
+		if key == "" {
+			return setupErr("%s:%d: not an errors-file line; is this the right file?", w.cfg.Errors, n)
+		}
+		if _, ok := w.j.Status(key); !ok {
+			added++
+			return w.j.Append(key, st)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = scanLines(w.cfg.Output, func(n int, b []byte) error {
+		var rec struct {
+			ID       *string `json:"id"`
+			CustomID *string `json:"custom_id"`
+		}
+		if json.Unmarshal(b, &rec) != nil || (rec.ID == nil && rec.CustomID == nil) {
+			return setupErr("%s:%d: not a result line; is this the right file?", w.cfg.Output, n)
+		}
+		id := rec.ID
+		if rec.CustomID != nil {
+			id = rec.CustomID
+		}
+		if st, ok := w.j.Status(itemKey(*id)); !ok || st != checkpoint.Done {
+			added++
+			return w.j.Append(itemKey(*id), checkpoint.Done)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if added > 0 {
+		w.cfg.Logger.Info("recovered results written just before an interruption", "lines", added)
+		if err := w.j.Sync(); err != nil {
+			return &WriteError{err}
+		}
+	}
+	return nil
+}
+
+// compactErrors rewrites the errors file so that it, like the results,
+// holds one line per id: it drops the lines of items that have since
+// succeeded and all but the last line of an item that failed more than once.
+// It writes a new file and renames it over the old, so a crash leaves one or
+// the other.
+func (w *writer) compactErrors() error {
+	path := w.cfg.Errors
+	type entry struct {
+		key  string
+		keep bool
+	}
+	var entries []entry
+	last := map[string]int{}
+	drop := 0
+	err := scanLines(path, func(_ int, b []byte) error {
+		key, st := errorsKey(b)
+		if key == "" {
+			entries = append(entries, entry{})
+			return nil
+		}
+		if cur, _ := w.j.Status(key); cur != st {
+			drop++
+			entries = append(entries, entry{key: key})
+			return nil
+		}
+		if i, ok := last[key]; ok {
+			entries[i].keep = false
+			drop++
+		}
+		last[key] = len(entries)
+		entries = append(entries, entry{key: key, keep: true})
+		return nil
+	})
+	if err != nil || drop == 0 {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return &WriteError{err}
+	}
+	bw := bufio.NewWriter(f)
+	i := 0
+	err = scanLines(path, func(_ int, b []byte) error {
+		e := entries[i]
+		i++
+		if e.key != "" && !e.keep {
+			return nil
+		}
+		bw.Write(b)
+		return bw.WriteByte('\n')
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return &WriteError{err}
+	}
+	return nil
+}
+
+// errorsKey returns the journal key and status an errors-file line stands
+// for, or "" for a line it cannot read.
+func errorsKey(b []byte) (string, checkpoint.Status) {
+	var rec struct {
+		ID    *string `json:"id"`
+		Line  int     `json:"line"`
+		Error struct {
+			Kind string `json:"kind"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &rec) != nil {
+		return "", 0
+	}
+	if rec.Error.Kind != kindInvalidInput && rec.ID != nil {
+		return itemKey(*rec.ID), checkpoint.Failed
+	}
+	return lineKey(rec.Line), checkpoint.Bad
+}
+
+// scanLines calls fn for every line of the file at path; a missing file has
+// no lines.
+func scanLines(path string, fn func(n int, line []byte) error) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return &SetupError{err}
+	}
+	defer f.Close()
+	lr := newLineReader(f, 1<<30)
+	for {
+		b, n, err := lr.next()
+		if err == io.EOF {
+			return nil
+		} else if err != nil {
+			return &SetupError{fmt.Errorf("%s: %w", path, err)}
+		}
+		if len(b) == 0 {
+			continue
+		}
+		if err := fn(n, b); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package batch
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/template"
+	"unicode/utf8"
+
+	"github.com/llmbatch/llmbatch/llm"
+)
+
+// Item is one unit of work read from the input.
+type Item struct {
+	ID     string // the user's id (custom_id for OpenAI Batch lines)
+	Line   int    // 1-based input line
+	Body   []byte // the request body, ready to send
+	Tokens int    // estimated prompt tokens plus max_tokens, for the token limit
+	Batch  bool   // an OpenAI Batch request line: the result is Batch-shaped
+
+	rejected *LineError // set for a rejected line on its way to the errors file
+}
+
+// recordShaper turns input lines into items. It holds the run-wide request
+// settings; it is owned by the reader goroutine.
+type recordShaper struct {
+	model       string
+	system      string
+	tmpl        *template.Template
+	maxTokens   *int
+	temperature *float64
+}
+
+// shape parses one non-blank line. Errors are causes for a *LineError.
+func (s *recordShaper) shape(line []byte) (*Item, string, error) {
+	if !utf8.Valid(line) {
+		return nil, "", ErrBadUTF8
+	}
+	var rec map[string]json.RawMessage
+	if err := json.Unmarshal(line, &rec); err != nil || rec == nil {
+		if err == nil {
+			err = fmt.Errorf("null")
+		}
+		return nil, "", fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	if body, ok := rec["body"]; ok {
+		if _, hasMsgs := rec["messages"]; !hasMsgs {
+			return s.shapeBatch(rec, body)
+		}
+	}
+	id, err := recordID(rec["id"], line)
+	if err != nil {
+		return nil, "", err
+	}
+	it := &Item{ID: id}
+	body, tokens, err := s.chatBody(rec)
+	if err != nil {
+		return nil, id, err
+	}
+	it.Body, it.Tokens = body, tokens
+	return it, id, nil
+}
+
+// recordID reads an id given as a string or an integer; a missing id is
+// derived from the line's content, so reruns of the same file agree.
+func recordID(raw json.RawMessage, line []byte) (string, error) {
+	if len(raw) == 0 {
+		sum := sha256.Sum256(line)
+		return "sha256:" + hex.EncodeToString(sum[:8]), nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil || s == "" {
+			return "", ErrBadID
+		}
+		return s, nil
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		s := string(raw)
+		if strings.ContainsAny(s, ".eE") {
+			return "", fmt.Errorf("%w (got %s)", ErrBadID, s)
+		}
+		return s, nil
+	}
+	return "", fmt.Errorf("%w (got %s)", ErrBadID, truncate(string(raw), 40))
+}
+
+func (s *recordShaper) chatBody(rec map[string]json.RawMessage) ([]byte, int, error) {
+	var msgs []llm.Message
+	if raw, ok := rec["messages"]; ok {
+		if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+			return nil, 0, fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
+		}
+	} else {
+		prompt, err := s.prompt(rec)
+		if err != nil {
+			return nil, 0, err
+		}
+		msgs = []llm.Message{llm.TextMessage("user", prompt)}
+	}
+	system := s.system
+	if raw, ok := rec["system"]; ok {
+		if json.Unmarshal(raw, &system) != nil {
+			return nil, 0, fmt.Errorf("%w: system must be a string", ErrNoPrompt)
+		}
+	}
+	if system != "" && msgs[0].Role != "system" {
+		msgs = append([]llm.Message{llm.TextMessage("system", system)}, msgs...)
+	}
+	body := map[string]json.RawMessage{}
+	if raw, ok := rec["params"]; ok {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return nil, 0, fmt.Errorf("%w: params must be a JSON object", ErrNoPrompt)
+		}
+	}
+	model := s.model
+	if raw, ok := rec["model"]; ok {
+		if json.Unmarshal(raw, &model) != nil {
+			return nil, 0, fmt.Errorf("%w: model must be a string", ErrNoPrompt)
+		}
+	}
+	if model == "" {
+		return nil, 0, ErrNoModel
+	}
+	body["model"], _ = json.Marshal(model)
+	body["messages"], _ = json.Marshal(msgs)
+	setDefault(body, "max_tokens", s.maxTokens)
+	setDefault(body, "temperature", s.temperature)
+	out, err := json.Marshal(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, estimate(msgs, body["max_tokens"]), nil
+}
+
+func setDefault[T any](body map[string]json.RawMessage, key string, v *T) {
+	if _, ok := body[key]; ok || v == nil {
+		return
+	}
+	body[key], _ = json.Marshal(*v)
+}
+
+func (s *recordShaper) prompt(rec map[string]json.RawMessage) (string, error) {
+	if s.tmpl != nil {
+		fields := map[string]any{}
+		for k, raw := range rec {
+			var v any
+			d := json.NewDecoder(bytes.NewReader(raw))
+			d.UseNumber()
+			if err := d.Decode(&v); err == nil {
+				fields[k] = v
+			}
+		}
+		var b strings.Builder
+		if err := s.tmpl.Execute(&b, fields); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrTemplate, err)
+		}
+		return b.String(), nil
+	}
+	raw, ok := rec["prompt"]
+	if !ok {
+		return "", ErrNoPrompt
+	}
+	var p string
+	if json.Unmarshal(raw, &p) != nil || p == "" {
+		return "", fmt.Errorf("%w: prompt must be a non-empty string", ErrNoPrompt)
+	}
+	return p, nil
+}
+
+// shapeBatch reads an OpenAI Batch API request line.
+func (s *recordShaper) shapeBatch(rec map[string]json.RawMessage, rawBody json.RawMessage) (*Item, string, error) {
+	var id string
+	if json.Unmarshal(rec["custom_id"], &id) != nil || id == "" {
+		return nil, "", fmt.Errorf("%w: a Batch request line needs a string custom_id", ErrBadID)
+	}
+	if raw, ok := rec["url"]; ok {
+		var u string
+		_ = json.Unmarshal(raw, &u)
+		if !strings.HasSuffix(u, "/chat/completions") {
+			return nil, id, fmt.Errorf("%w: url %q: only /v1/chat/completions is supported", ErrNoPrompt, truncate(u, 60))
+		}
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(rawBody, &body); err != nil || body == nil {
+		return nil, id, fmt.Errorf("%w: body must be a JSON object", ErrNoPrompt)
+	}
+	var msgs []llm.Message
+	if err := json.Unmarshal(body["messages"], &msgs); err != nil || len(msgs) == 0 {
+		return nil, id, fmt.Errorf("%w: body.messages must be a non-empty array", ErrNoPrompt)
+	}
+	if _, ok := body["model"]; !ok {
+		if s.model == "" {
+			return nil, id, ErrNoModel
+		}
+		body["model"], _ = json.Marshal(s.model)
+	}
+	out, err := json.Marshal(body)
+	if err != nil {
+		return nil, id, err
+	}
+	return &Item{ID: id, Body: out, Tokens: estimate(msgs, body["max_tokens"]), Batch: true}, id, nil
+}
+
+func estimate(msgs []llm.Message, maxTokens json.RawMessage) int {
+	n := 0
+	for _, m := range msgs {
+		n += llm.EstimateTokens(llm.TextContent(m.Content)) + 4
+	}
+	var mt int
+	if json.Unmarshal(maxTokens, &mt) == nil && mt > 0 {
+		n += mt
+	}
+	return n
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,281 @@
+package batch
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/llmbatch/llmbatch/checkpoint"
+	"github.com/llmbatch/llmbatch/llm"
+)
+
+// outcome is what a worker (or the reader, for a rejected line) hands to the
+// writer. Exactly one of resp, err and bad is set.
+type outcome struct {
+	item     *Item
+	resp     *llm.Response
+	attempts int
+	err      error      // the final error of an item that failed
+	bad      *LineError // a rejected input line
+}
+
+// WriteError is a failure to write the results, errors or checkpoint file:
+// the run stops (exit 3) and nothing is recorded as done that is not in the
+// results file.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "cannot write results: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// writer alone owns the results file, the errors file and the journal, so
+// the order "results durable, then journal" is kept in one place: a key is
+// appended to the journal only after its line has been fsynced.
+type writer struct {
+	cfg       *Config
+	j         *checkpoint.Journal
+	out, errs *appendFile
+	pending   []pendingKey
+}
+
+type pendingKey struct {
+	key string
+	st  checkpoint.Status
+}
+
+// loop writes every outcome until results is closed, committing at least
+// every SyncEvery. It returns a *WriteError if a file cannot be written.
+func (w *writer) loop(results <-chan outcome) error {
+	t := time.NewTicker(w.cfg.SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case o, ok := <-results:
+			if !ok {
+				return w.commit()
+			}
+			if err := w.write(o); err != nil {
+				return err
+			}
+			if len(w.pending) >= 8192 {
+				if err := w.commit(); err != nil {
+					return err
+				}
+			}
+		case <-t.C:
+			if err := w.commit(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (w *writer) write(o outcome) error {
+	c := w.cfg.Counters
+	switch {
+	case o.bad != nil:
+		w.pending = append(w.pending, pendingKey{lineKey(o.bad.Line), checkpoint.Bad})
+		return w.errs.writeJSON(badLine(o.bad))
+	case o.err != nil:
+		c.Failed.Add(1)
+		c.Attempts.Add(int64(o.attempts))
+		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Failed})
+		return w.errs.writeJSON(failedLine(o.item, o.err, o.attempts))
+	default:
+		c.Done.Add(1)
+		c.Attempts.Add(int64(o.attempts))
+		if u := o.resp.Chat.Usage; u != nil {
+			c.PromptTokens.Add(int64(u.PromptTokens))
+			c.OutputTokens.Add(int64(u.CompletionTokens))
+		}
+		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Done})
+		line, err := resultLine(o.item, o.resp, o.attempts)
+		if err != nil {
+			return err
+		}
+		return w.out.write(line)
+	}
+}
+
+// commit makes the results and errors durable, then records their keys.
+func (w *writer) commit() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	if err := w.out.sync(); err != nil {
+		return err
+	}
+	if err := w.errs.sync(); err != nil {
+		return err
+	}
+	for _, p := range w.pending {
+		if err := w.j.Append(p.key, p.st); err != nil {
+			return &WriteError{err}
+		}
+	}
+	if err := w.j.Sync(); err != nil {
+		return &WriteError{err}
+	}
+	w.pending = w.pending[:0]
+	return nil
+}
+
+// close makes everything durable and releases the journal. It compacts the
+// errors file only when writing went well.
+func (w *writer) close(ok bool) error {
+	err := errors.Join(w.out.close(), w.errs.close())
+	if ok && err == nil {
+		err = w.compactErrors()
+	}
+	if cerr := w.j.Close(); cerr != nil {
+		err = errors.Join(err, &WriteError{cerr})
+	}
+	return err
+}
+
+func itemKey(id string) string { return "i:" + id }
+func lineKey(line int) string  { return "l:" + strconv.Itoa(line) }
+
+type resultRecord struct {
+	ID           string `json:"id"`
+	Output       string `json:"output"`
+	Model        string `json:"model,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Usage        *usage `json:"usage,omitempty"`
+	Attempts     int    `json:"attempts"`
+	Merged       int    `json:"merged,omitempty"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+type batchRecord struct {
+	ID       string        `json:"id"`
+	CustomID string        `json:"custom_id"`
+	Response batchResponse `json:"response"`
+	Error    *struct{}     `json:"error"`
+}
+
+type batchResponse struct {
+	StatusCode int             `json:"status_code"`
+	RequestID  string          `json:"request_id"`
+	Body       json.RawMessage `json:"body"`
+}
+
+func resultLine(it *Item, r *llm.Response, attempts int) ([]byte, error) {
+	if it.Batch {
+		// The body is re-encoded, so a pretty-printed answer still takes one line.
+		body, err := json.Marshal(r.Chat)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(batchRecord{
+			ID: "batch_req_" + strconv.FormatUint(hashID(it.ID), 16), CustomID: it.ID,
+			Response: batchResponse{StatusCode: r.Status, RequestID: r.RequestID, Body: body},
+		})
+	}
+	ch := r.Chat.Choices[0]
+	rec := resultRecord{ID: it.ID, Output: r.Content(), Model: r.Chat.Model, FinishReason: ch.FinishReason, Attempts: attempts}
+	if u := r.Chat.Usage; u != nil {
+		rec.Usage = &usage{u.PromptTokens, u.CompletionTokens}
+	}
+	return json.Marshal(rec)
+}
+
+type errorRecord struct {
+	ID       string      `json:"id,omitempty"`
+	Line     int         `json:"line"`
+	Error    errorDetail `json:"error"`
+	Attempts int         `json:"attempts,omitempty"`
+}
+
+type errorDetail struct {
+	Kind    string `json:"kind"`
+	Status  int    `json:"status,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+// kindInvalidInput marks errors-file lines for rejected input lines.
+const kindInvalidInput = "invalid_input"
+
+func badLine(e *LineError) errorRecord {
+	return errorRecord{ID: e.ID, Line: e.Line, Error: errorDetail{Kind: kindInvalidInput, Message: e.Err.Error()}}
+}
+
+func failedLine(it *Item, err error, attempts int) errorRecord {
+	rec := errorRecord{ID: it.ID, Line: it.Line, Attempts: attempts}
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		rec.Error = errorDetail{Kind: ae.Kind.String(), Status: ae.Status, Code: ae.Code, Message: ae.Message}
+	} else {
+		rec.Error = errorDetail{Kind: "error", Message: err.Error()}
+	}
+	return rec
+}
+
+// appendFile is a results or errors file opened for appending on first use,
+// created with mode 0600: it holds prompts and answers.
+type appendFile struct {
+	path  string
+	f     *os.File
+	w     *bufio.Writer
+	dirty bool
+}
+
+func (a *appendFile) write(line []byte) error {
+	if a.f == nil {
+		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return &WriteError{err}
+		}
+		a.f, a.w = f, bufio.NewWriterSize(f, 64<<10)
+	}
+	a.dirty = true
+	if _, err := a.w.Write(line); err != nil {
+		return &WriteError{fmt.Errorf("%s: %w", a.path, err)}
+	}
+	if err := a.w.WriteByte('\n'); err != nil {
+		return &WriteError{fmt.Errorf("%s: %w", a.path, err)}
+	}
+	return nil
+}
+
+func (a *appendFile) writeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return a.write(b)
+}
+
+func (a *appendFile) sync() error {
+	if !a.dirty {
+		return nil
+	}
+	if err := a.w.Flush(); err != nil {
+		return &WriteError{fmt.Errorf("%s: %w", a.path, err)}
+	}
+	if err := a.f.Sync(); err != nil {
+		return &WriteError{fmt.Errorf("%s: sync: %w", a.path, err)}
+	}
+	a.dirty = false
+	return nil
+}
+
+func (a *appendFile) close() error {
+	if a.f == nil {
+		return nil
+	}
+	err := a.sync()
+	if cerr := a.f.Close(); err == nil && cerr != nil {
+		err = &WriteError{cerr}
+	}
+	a.f = nil
+	return err
+}

@@ -1,0 +1,236 @@
+// Package checkpoint keeps the durable journal of finished item ids that lets an interrupted run resume
+// without sending any item twice.
+package checkpoint
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+)
+
+// A Journal is an append-only file of records, each saying that a key is [Done], [Failed] or [Bad]. [Open]
+// replays the file into an in-memory set; [Journal.Append] adds to both.
+//
+// One goroutine (the pipeline's writer) owns a Journal and alone calls Append, Sync and Close. Status, Counts,
+// Keys and Path are safe for concurrent use with those and with each other, so a reader goroutine may consult
+// the journal while the writer appends.
+//
+// # Durability
+//
+// Append only buffers. A record is durable once Sync (or Close) has returned nil. To keep the exactly-once
+// invariant, the caller syncs the output file before syncing the journal records that point at it: a Done
+// record must never reach the disk before its result line does.
+//
+// # Memory
+//
+// Keys are held as 128-bit hashes, about 40 bytes per distinct key with map overhead, so millions of keys fit.
+// The strings themselves are kept only for keys whose current status is Failed or Bad (a small set), which
+// is why [Journal.Keys] works for those two statuses only.
+//
+// # Errors
+//
+// The first failed write or fsync (a full disk, say) is returned by that call and by every Append and Sync
+// after it: the file may then end in a torn record, and nothing more must be written behind it. Reopening
+// the journal trims the torn record and replays what is durable.
+type Journal struct {
+	path string
+
+	// Owned by the writing goroutine.
+	f      *os.File
+	w      *bufio.Writer
+	line   []byte // the record being encoded, reused by every Append
+	dirty  bool   // written to w since the last successful Sync
+	err    error  // the first write error, or errClosed; returned by every later Append and Sync
+	closed bool
+
+	mu     sync.RWMutex // guards the fields below, which reader goroutines may read
+	status map[keyHash]Status
+	names  map[keyHash]string // the keys whose status is Failed or Bad
+	counts [3]int             // distinct keys that are Done, Failed, Bad
+}
+
+var errClosed = fmt.Errorf("checkpoint: journal %w", os.ErrClosed)
+
+// Open opens the journal at path, or creates it (mode 0600, its directory synced) holding settings s.
+// It takes an exclusive lock on the file, held until Close, and replays the records.
+//
+// Open returns:
+//   - a [*LockedError] (errors.Is(err, [ErrLocked])) when another process or Journal holds the lock;
+//   - a [*MismatchError] when the journal was written with settings other than s;
+//   - a [*CorruptError] naming the line when a line that is not the last cannot be read, or the file is
+//     not a journal;
+//   - an error wrapping the *fs.PathError for anything the file system refuses.
+//
+// A torn last line, left by a crash while appending (no newline at its end, or not a valid record), is
+// truncated away before Open returns. Records replay in order and the last one for a key wins, so a
+// key that Failed and was later Done is Done.
+func Open(path string, s Settings) (*Journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+	}
+	if err := lock(f); err != nil {
+		f.Close()
+		if errors.Is(err, errLockHeld) {
+			return nil, &LockedError{Path: path}
+		}
+		return nil, fmt.Errorf("checkpoint: lock %s: %w", path, err)
+	}
+	j := &Journal{
+		path:  path,
+		f:     f,
+		names: make(map[keyHash]string),
+	}
+	if err := j.load(s); err != nil {
+		unlock(f)
+		f.Close()
+		return nil, err
+	}
+	j.w = bufio.NewWriterSize(f, 64<<10)
+	return j, nil
+}
+
+// Path returns the journal's file name as given to Open.
+func (j *Journal) Path() string { return j.path }
+
+// Status returns the current status of key, and false if the journal has no record of it.
+// It reflects every Append made so far, durable or not.
+func (j *Journal) Status(key string) (Status, bool) {
+	h := hashString(key)
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	st, ok := j.status[h]
+	return st, ok
+}
+
+// Counts returns how many distinct keys are currently Done, Failed and Bad.
+func (j *Journal) Counts() (done, failed, bad int) {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return j.counts[0], j.counts[1], j.counts[2]
+}
+
+// Keys calls fn with each key whose current status is st, in sorted order, until fn returns false.
+// st must be Failed or Bad: Done keys are kept only as hashes, and Keys panics if asked for them.
+// fn runs without the journal's lock held, so it may call any method.
+func (j *Journal) Keys(st Status, fn func(key string) bool) {
+	if st != Failed && st != Bad {
+		panic("checkpoint: Keys(" + st.String() + "): only Failed and Bad keys are kept as strings")
+	}
+	var keys []string
+	j.mu.RLock()
+	for h, k := range j.names {
+		if j.status[h] == st {
+			keys = append(keys, k)
+		}
+	}
+	j.mu.RUnlock()
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !fn(k) {
+			return
+		}
+	}
+}
+
+// Append records that key now has status st. The record is buffered, not yet durable (see [Journal.Sync]),
+// but Status and Counts reflect it at once. Append returns an error if st is not Done, Failed or Bad, and
+// the journal's sticky write error if an earlier write failed or the journal is closed.
+func (j *Journal) Append(key string, st Status) error {
+	if !st.valid() {
+		return fmt.Errorf("checkpoint: Append(%q, %v): invalid status", key, st)
+	}
+	if j.err != nil {
+		return j.err
+	}
+	j.line = appendRecord(j.line[:0], key, st)
+	if _, err := j.w.Write(j.line); err != nil {
+		return j.fail("write", err)
+	}
+	j.dirty = true
+	h := hashString(key)
+	j.mu.Lock()
+	set(j, h, key, st)
+	j.mu.Unlock()
+	return nil
+}
+
+// Sync writes out the buffered records and fsyncs the file. When it returns nil, every record appended so
+// far survives a crash or power loss. A failure is sticky, as for Append.
+func (j *Journal) Sync() error {
+	if j.err != nil {
+		return j.err
+	}
+	if !j.dirty {
+		return nil
+	}
+	if err := j.w.Flush(); err != nil {
+		return j.fail("write", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages: a retry could "succeed" without
+		// the data. So the failure is final.
+		return j.fail("sync", err)
+	}
+	j.dirty = false
+	return nil
+}
+
+// Close syncs the journal, releases its lock and closes the file. It returns the sync's error, if any;
+// the lock is released either way. Calling Close again does nothing and returns nil. After Close, Status,
+// Counts and Keys still answer from memory; Append and Sync return an error.
+func (j *Journal) Close() error {
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	err := j.Sync()
+	if uerr := unlock(j.f); uerr != nil && err == nil {
+		err = fmt.Errorf("checkpoint: unlock %s: %w", j.path, uerr)
+	}
+	if cerr := j.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("checkpoint: close %s: %w", j.path, cerr)
+	}
+	if j.err == nil {
+		j.err = errClosed
+	}
+	return err
+}
+
+// fail makes err the journal's sticky error and returns it.
+func (j *Journal) fail(op string, err error) error {
+	j.err = fmt.Errorf("checkpoint: %s %s: %w", op, j.path, err)
+	return j.err
+}
+
+// set records that the key hashing to h has status st, keeping counts and names in step. j.mu must be held.
+func set[K string | []byte](j *Journal, h keyHash, key K, st Status) {
+	old, had := j.status[h]
+	if had {
+		if old == st {
+			return
+		}
+		j.counts[countIndex(old)]--
+	}
+	j.counts[countIndex(st)]++
+	j.status[h] = st
+	if st == Done {
+		delete(j.names, h)
+	} else if _, ok := j.names[h]; !ok {
+		j.names[h] = keyString(key)
+	}
+}
+
+// countIndex maps a valid status to its place in Journal.counts.
+func countIndex(st Status) int {
+	switch st {
+	case Done:
+		return 0
+	case Failed:
+		return 1
+	}
+	return 2
+}

@@ -1,0 +1,56 @@
+//go:build windows
+
+package checkpoint
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// errLockHeld is returned by lock when someone else holds the lock.
+var errLockHeld = errors.New("lock held")
+
+// LockFileEx is called through the standard syscall package so that checkpoint needs no module beyond the
+// standard library; kernel32.dll is a known DLL, always loaded from the system directory.
+var (
+	kernel32         = syscall.NewLazyDLL("kernel32.dll")
+	procLockFileEx   = kernel32.NewProc("LockFileEx")
+	procUnlockFileEx = kernel32.NewProc("UnlockFileEx")
+)
+
+const (
+	lockfileFailImmediately = 0x1
+	lockfileExclusiveLock   = 0x2
+	errorLockViolation      = syscall.Errno(33)
+)
+
+// Windows byte-range locks are mandatory: a locked byte cannot be read through another handle. So the lock
+// covers one byte far past any real end of file, and another process can still read the journal.
+const lockOffsetHigh = 0x7fffffff
+
+// lock takes an exclusive LockFileEx lock on f without waiting. It belongs to the handle, so a second Open
+// in the same process is refused too, and Windows releases it when the process dies.
+func lock(f *os.File) error {
+	ol := syscall.Overlapped{OffsetHigh: lockOffsetHigh}
+	r, _, err := procLockFileEx.Call(f.Fd(), lockfileExclusiveLock|lockfileFailImmediately, 0, 1, 0,
+		uintptr(unsafe.Pointer(&ol)))
+	if r != 0 {
+		return nil
+	}
+	if errors.Is(err, errorLockViolation) || errors.Is(err, syscall.ERROR_IO_PENDING) {
+		return errLockHeld
+	}
+	return err
+}
+
+// unlock releases the lock taken by lock.
+func unlock(f *os.File) error {
+	ol := syscall.Overlapped{OffsetHigh: lockOffsetHigh}
+	r, _, err := procUnlockFileEx.Call(f.Fd(), 0, 1, 0, uintptr(unsafe.Pointer(&ol)))
+	if r != 0 {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,146 @@
+// Package cmd holds the llmbatch commands: flags, environment, wiring,
+// progress display and the mapping of errors to exit codes.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbatch/llmbatch/batch"
+)
+
+// Exit codes, read by cron and CI.
+const (
+	exitOK          = 0   // every item has a result (this run or an earlier one)
+	exitFailedItems = 1   // the run finished; some items failed (see the errors file)
+	exitUsage       = 2   // usage, config or input file error; nothing was sent
+	exitStopped     = 3   // stopped by the API or a write failure; rerun to resume
+	exitInterrupted = 130 // interrupted by a signal; rerun to resume
+)
+
+// Version is set at build time with -ldflags "-X github.com/llmbatch/llmbatch/cmd.Version=…".
+var Version = "dev"
+
+// UsageError is a bad command line or configuration: the usage is shown and
+// the exit code is 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usageErr(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+
+// errSomeFailed ends a run whose summary was printed and that left items
+// without a result.
+var errSomeFailed = errors.New("some items have no result")
+
+// NewRootCmd returns the llmbatch command with its children. stop, closed
+// by the first interrupt signal, asks a run to stop gracefully; it may be nil.
+func NewRootCmd(ios *IOStreams, stop <-chan struct{}) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "llmbatch",
+		Short: "Run large batches of prompts through OpenAI-compatible chat APIs",
+		Long: `llmbatch runs a JSONL file of prompts through any OpenAI-compatible
+/chat/completions endpoint at the provider's limits, retries what can be
+retried, and resumes an interrupted job exactly where it stopped: rerun the
+same command and no item is sent twice once its result is on disk.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{err} })
+	root.AddCommand(NewCmdRun(ios, stop, nil), NewCmdMock(ios, stop), NewCmdVersion(ios))
+	return root
+}
+
+// Execute runs the command line and returns the process exit code.
+func Execute() int {
+	ios := System()
+	ctx, stop, cancel := signalContext()
+	defer cancel()
+	root := NewRootCmd(ios, stop)
+	c, err := root.ExecuteContextC(ctx)
+	return exitCode(ios, c, err)
+}
+
+func exitCode(ios *IOStreams, c *cobra.Command, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue *UsageError
+	var se *batch.SetupError
+	var stop *batch.StopError
+	var we *batch.WriteError
+	code := exitStopped
+	switch {
+	case errors.Is(err, errSomeFailed):
+		return exitFailedItems
+	case errors.As(err, &ue):
+		fmt.Fprintf(ios.ErrOut, "llmbatch: %v\n", err)
+		if c != nil {
+			fmt.Fprintf(ios.ErrOut, "Run '%s --help' for usage.\n", c.CommandPath())
+		}
+		return exitUsage
+	case errors.As(err, &se):
+		code = exitUsage
+	case errors.Is(err, batch.ErrInterrupted), errors.Is(err, context.Canceled):
+		fmt.Fprintln(ios.ErrOut, "llmbatch: interrupted; rerun the same command to resume")
+		return exitInterrupted
+	case errors.As(err, &stop), errors.As(err, &we):
+		code = exitStopped
+	default:
+		if isCobraUsage(err) {
+			fmt.Fprintf(ios.ErrOut, "llmbatch: %v\n", err)
+			return exitUsage
+		}
+	}
+	fmt.Fprintf(ios.ErrOut, "llmbatch: %v\n", err)
+	if code == exitStopped {
+		fmt.Fprintln(ios.ErrOut, "llmbatch: rerun the same command to resume")
+	}
+	return code
+}
+
+// isCobraUsage recognises cobra's own argument errors, which are untyped.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "unknown flag", "unknown shorthand"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// signalContext turns the first SIGINT or SIGTERM into a graceful stop
+// (requests in flight finish and are recorded) and the second into a
+// cancelled context (requests in flight are abandoned; what is written stays).
+func signalContext() (context.Context, <-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+			close(stop)
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, stop, func() { signal.Stop(sigs); cancel() }
+}

@@ -1,0 +1,331 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/llm"
+	"github.com/llmbatch/llmbatch/llm/mock"
+)
+
+// RunOptions is everything `llmbatch run` needs; flags fill it in, tests
+// build it directly.
+type RunOptions struct {
+	IO     *IOStreams
+	Getenv func(string) string // os.Getenv in production
+	Stop   <-chan struct{}     // closed on the first interrupt: stop gracefully
+
+	Input      string
+	Output     string
+	Checkpoint string
+
+	Provider  string
+	BaseURL   string
+	Model     string
+	APIKeyEnv string
+	MockOpts  string // options of the built-in mock, e.g. "latency=50ms,rpm=600"
+
+	Concurrency int
+	RPM, TPM    int
+	MaxAttempts int
+	BaseDelay   time.Duration
+	MaxDelay    time.Duration
+	Timeout     time.Duration
+
+	System      string
+	Template    string
+	MaxTokens   *int
+	Temperature *float64
+
+	RetryFailed bool
+	Progress    string        // auto, on, off
+	LogEvery    time.Duration // progress log line period when not drawing a bar
+	LogFormat   string        // text, json
+	Verbose     bool
+	Quiet       bool
+}
+
+// NewCmdRun returns `llmbatch run`. runF replaces the run itself in tests
+// of the flags.
+func NewCmdRun(ios *IOStreams, stop <-chan struct{}, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: ios, Getenv: os.Getenv, Stop: stop}
+	var maxTokens int
+	var temperature float64
+	c := &cobra.Command{
+		Use:   "run [flags] INPUT",
+		Short: "Run every prompt of a JSONL file (or - for stdin)",
+		Long: `Run sends every record of INPUT to the chat completions API and writes one
+result line per item to OUTPUT, in completion order. Failed items and
+rejected input lines go to OUTPUT's .errors.jsonl file.
+
+Interrupt it at any time (Ctrl-C, kill, crash) and run the same command
+again: items whose result is on disk are not sent again.
+
+The API key is read from the environment, never from a flag:
+--api-key-env NAME, else LLMBATCH_API_KEY, else the provider's usual variable.`,
+		Example: `  # try it with no key: the built-in mock provider
+  llmbatch run --provider mock testdata/tickets.jsonl
+
+  # DeepSeek, 16 requests in flight, at most 500 requests a minute
+  export DEEPSEEK_API_KEY=...
+  llmbatch run --provider deepseek -j 16 --rpm 500 -o labels.jsonl tickets.jsonl
+
+  # any OpenAI-compatible server, prompts from stdin
+  producer | llmbatch run --base-url http://gpu-box:8000/v1 --model qwen2.5 -o out.jsonl -`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Input = args[0]
+			if c.Flags().Changed("max-tokens") {
+				opts.MaxTokens = &maxTokens
+			}
+			if c.Flags().Changed("temperature") {
+				opts.Temperature = &temperature
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runRun(c.Context(), opts)
+		},
+	}
+	f := c.Flags()
+	f.SortFlags = false
+	f.StringVarP(&opts.Output, "output", "o", "", "results JSONL (default: INPUT with .jsonl replaced by .out.jsonl; required for stdin)")
+	f.StringVar(&opts.Provider, "provider", "", "preset: "+strings.Join(presetNames(), ", "))
+	f.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.deepseek.com/v1")
+	f.StringVar(&opts.Model, "model", "", "model id (records may name their own)")
+	f.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key")
+	f.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
+	f.IntVar(&opts.RPM, "rpm", 0, "requests per minute, 0 for no limit")
+	f.IntVar(&opts.TPM, "tpm", 0, "tokens per minute (estimated prompt tokens plus max_tokens), 0 for no limit")
+	f.IntVar(&opts.MaxAttempts, "max-attempts", 6, "attempts per request, the first included")
+	f.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
+	f.DurationVar(&opts.MaxDelay, "max-delay", time.Minute, "backoff cap (a server's Retry-After is always honoured in full)")
+	f.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included")
+	f.StringVar(&opts.System, "system", "", "system prompt for records without one")
+	f.StringVar(&opts.Template, "template", "", "Go text/template over the record's fields making the prompt, e.g. 'Classify: {{.text}}'")
+	f.IntVar(&maxTokens, "max-tokens", 0, "max_tokens passed to the API")
+	f.Float64Var(&temperature, "temperature", 0, "temperature passed to the API")
+	f.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids (default OUTPUT.ckpt)")
+	f.BoolVar(&opts.RetryFailed, "retry-failed", false, "also redo items recorded as failed")
+	f.StringVar(&opts.Progress, "progress", "auto", "auto, on or off: a bar on a terminal, a log line every 10s otherwise")
+	f.StringVar(&opts.LogFormat, "log-format", "text", "text or json")
+	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "debug logging (every retry decision)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "warnings and errors only, no progress")
+	f.StringVar(&opts.MockOpts, "mock", "", "options of --provider mock, e.g. 'latency=50ms,rpm=600,fail=0.05'")
+	f.DurationVar(&opts.LogEvery, "progress-every", 10*time.Second, "period of progress log lines")
+	_ = f.MarkHidden("progress-every")
+	return c
+}
+
+func runRun(ctx context.Context, opts *RunOptions) error {
+	log, err := newLogger(opts)
+	if err != nil {
+		return err
+	}
+	if err := validate(opts); err != nil {
+		return err
+	}
+	in, closeIn, err := openInput(opts)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	ep, closeEP, err := resolveEndpoint(opts, log)
+	if err != nil {
+		return err
+	}
+	defer closeEP()
+
+	lim := llm.NewLimiter(opts.RPM, opts.TPM)
+	client, err := llm.New(llm.Config{
+		BaseURL: ep.baseURL, APIKey: ep.key, Timeout: opts.Timeout, Concurrency: opts.Concurrency,
+		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
+		Limiter: lim, UserAgent: "llmbatch/" + Version, Logger: log,
+	})
+	if err != nil {
+		return &UsageError{err}
+	}
+	counters := &batch.Counters{}
+	cfg := batch.Config{
+		Input: in, InputPath: opts.Input, Output: opts.Output, Checkpoint: opts.Checkpoint,
+		Client: client, Limiter: lim, Concurrency: opts.Concurrency,
+		Model: ep.model, System: opts.System, Template: opts.Template,
+		MaxTokens: opts.MaxTokens, Temperature: opts.Temperature,
+		RetryFailed: opts.RetryFailed, Stop: opts.Stop, Counters: counters, Logger: log,
+	}
+	stopProgress := startProgress(ctx, opts, counters, countLines(opts.Input))
+	sum, err := batch.Run(ctx, cfg)
+	stopProgress()
+	if sum != nil && !opts.Quiet {
+		printSummary(opts.IO.ErrOut, sum)
+	}
+	if err != nil {
+		return err
+	}
+	if !sum.Complete() {
+		return errSomeFailed
+	}
+	return nil
+}
+
+func validate(opts *RunOptions) error {
+	switch {
+	case opts.Concurrency < 1:
+		return usageErr("--concurrency must be at least 1")
+	case opts.RPM < 0 || opts.TPM < 0:
+		return usageErr("--rpm and --tpm must be 0 (no limit) or more")
+	case opts.MaxAttempts < 1:
+		return usageErr("--max-attempts must be at least 1")
+	case opts.Timeout <= 0:
+		return usageErr("--timeout must be positive")
+	case opts.BaseDelay < 0 || opts.MaxDelay < 0:
+		return usageErr("--base-delay and --max-delay must not be negative")
+	case opts.MaxTokens != nil && *opts.MaxTokens < 1:
+		return usageErr("--max-tokens must be at least 1")
+	case opts.Progress != "auto" && opts.Progress != "on" && opts.Progress != "off":
+		return usageErr("--progress must be auto, on or off, not %q", opts.Progress)
+	}
+	if opts.Output == "" {
+		if opts.Input == "-" {
+			return usageErr("reading stdin: give the results file with -o")
+		}
+		opts.Output = batch.DefaultOutput(opts.Input)
+	}
+	return nil
+}
+
+func openInput(opts *RunOptions) (io.Reader, func(), error) {
+	if opts.Input == "-" {
+		return opts.IO.In, func() {}, nil
+	}
+	f, err := os.Open(opts.Input)
+	if err != nil {
+		return nil, nil, usageErr("input: %v", unwrapPath(err))
+	}
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		f.Close()
+		return nil, nil, usageErr("input: %s is a directory, not a JSONL file", opts.Input)
+	}
+	return f, func() { f.Close() }, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}
+
+// endpoint is where and as whom requests go.
+type endpoint struct {
+	baseURL, key, model string
+}
+
+// resolveEndpoint applies the provider preset, reads the key from the
+// environment and, for the mock provider, starts it on loopback.
+func resolveEndpoint(opts *RunOptions, log *slog.Logger) (endpoint, func(), error) {
+	none := func() {}
+	p, ok := presets[opts.Provider]
+	if opts.Provider != "" && !ok {
+		return endpoint{}, none, usageErr("unknown --provider %q (known: %s)", opts.Provider, strings.Join(presetNames(), ", "))
+	}
+	ep := endpoint{baseURL: p.BaseURL, model: p.Model}
+	if opts.BaseURL != "" {
+		ep.baseURL = opts.BaseURL
+	}
+	if opts.Model != "" {
+		ep.model = opts.Model
+	}
+	closeEP := none
+	if opts.Provider == "mock" && opts.BaseURL == "" {
+		mcfg, err := mock.ParseOptions(opts.MockOpts)
+		if err != nil {
+			return endpoint{}, none, usageErr("--mock: %v", err)
+		}
+		srv, err := mock.Start(mcfg)
+		if err != nil {
+			return endpoint{}, none, err
+		}
+		ep.baseURL, closeEP = srv.URL, func() { srv.Close() }
+	}
+	if ep.baseURL == "" {
+		return endpoint{}, none, usageErr("no endpoint: give --provider (%s) or --base-url", strings.Join(presetNames(), ", "))
+	}
+	key, err := apiKey(opts, p)
+	if err != nil {
+		closeEP()
+		return endpoint{}, none, err
+	}
+	ep.key = key
+	if key != "" && plainRemote(ep.baseURL) {
+		log.Warn("the API key is sent over plain http to a remote host; use https", "base_url", llm.Redact(ep.baseURL))
+	}
+	return ep, closeEP, nil
+}
+
+// apiKey reads the key from the first variable set among --api-key-env,
+// LLMBATCH_API_KEY and the provider's usual one. The key is never a flag.
+func apiKey(opts *RunOptions, p preset) (string, error) {
+	if opts.APIKeyEnv != "" {
+		if k := strings.TrimSpace(opts.Getenv(opts.APIKeyEnv)); k != "" {
+			return k, nil
+		}
+		return "", usageErr("--api-key-env %s: that environment variable is empty or unset", opts.APIKeyEnv)
+	}
+	names := []string{"LLMBATCH_API_KEY"}
+	if p.KeyEnv != "" {
+		names = append(names, p.KeyEnv)
+	}
+	for _, n := range names {
+		if k := strings.TrimSpace(opts.Getenv(n)); k != "" {
+			return k, nil
+		}
+	}
+	if opts.Provider != "" && !p.NoKey {
+		return "", usageErr("no API key: set %s (or name another variable with --api-key-env)", strings.Join(names, " or "))
+	}
+	return "", nil
+}
+
+func plainRemote(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
+}
+
+func newLogger(opts *RunOptions) (*slog.Logger, error) {
+	level := slog.LevelInfo
+	if opts.Verbose {
+		level = slog.LevelDebug
+	}
+	if opts.Quiet {
+		level = slog.LevelWarn
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	switch opts.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(opts.IO.ErrOut, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(opts.IO.ErrOut, ho)), nil
+	}
+	return nil, usageErr("--log-format must be text or json, not %q", opts.LogFormat)
+}

@@ -1,0 +1,192 @@
+// Package mock is a fake OpenAI-compatible chat completions provider: an
+// [http.Handler] with deterministic answers, rate limits, latency, faults and
+// a quota, used by `llmbatch run --provider mock`, `llmbatch mock serve`,
+// tests and benchmarks.
+package mock
+
+import (
+	"crypto/subtle"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config sets the mock's behaviour; the zero value answers at once, without
+// limits or faults.
+type Config struct {
+	Model    string        // model name echoed when the request has none; default "mock-1"
+	APIKey   string        // when set, requests without "Authorization: Bearer <APIKey>" get 401
+	Latency  time.Duration // added to every admitted request
+	Jitter   time.Duration // plus a uniform random 0..Jitter
+	RPM      int           // requests allowed per Window; beyond it 429 with Retry-After (0 = no limit)
+	TPM      int           // estimated tokens (prompt chars/4 + max_tokens) allowed per Window (0 = no limit)
+	Window   time.Duration // the limit window; default 1 minute
+	FailRate float64       // fraction of admitted requests answered with a 500/502/503, decided by a seeded RNG
+	Seed     uint64        // seeds the RNG behind FailRate and Jitter
+	Quota    int           // after this many successful answers, every request gets 429 insufficient_quota (0 = unlimited)
+}
+
+// DefaultModel is the model name answered when neither the request nor
+// [Config.Model] names one.
+const DefaultModel = "mock-1"
+
+// withDefaults returns c with its zero or negative fields replaced by the
+// documented defaults, so the hot path never has to check them.
+func (c Config) withDefaults() Config {
+	if c.Model == "" {
+		c.Model = DefaultModel
+	}
+	if c.Window <= 0 {
+		c.Window = time.Minute
+	}
+	c.Latency = max(c.Latency, 0)
+	c.Jitter = max(c.Jitter, 0)
+	c.RPM = max(c.RPM, 0)
+	c.TPM = max(c.TPM, 0)
+	c.Quota = max(c.Quota, 0)
+	c.FailRate = min(max(c.FailRate, 0), 1)
+	return c
+}
+
+// Stats are the counters of a [Handler] so far. Requests counts every HTTP
+// request served, whatever its route or outcome; the others count outcomes
+// of chat completion requests, except Unauthorized, which counts 401s on any
+// route.
+type Stats struct {
+	Requests     int64 // every request served
+	OK           int64 // 200 answers to chat completions
+	RateLimited  int64 // 429 rate_limit_exceeded (requests or tokens)
+	Failed       int64 // injected 500/502/503 faults
+	Unauthorized int64 // 401s
+
+	QuotaSpent  int64 // 429 insufficient_quota
+	BadRequests int64 // 400, 404, 405 and 413 answers
+
+	PromptTokens     int64 // summed over OK answers
+	CompletionTokens int64 // summed over OK answers
+}
+
+// Handler is the mock provider. It serves
+//
+//	POST /v1/chat/completions (and /chat/completions)
+//	GET  /v1/models (and /models)
+//
+// and answers anything else with a 404 in OpenAI's error format. Handler is
+// safe for concurrent use by multiple goroutines and starts none of its own.
+type Handler struct {
+	cfg     Config
+	authHdr []byte    // "Bearer <APIKey>", or nil when no key is required
+	start   time.Time // windows are aligned to it
+	ids     atomic.Int64
+
+	// mu guards the window counters, the quota grants and the RNG. All of
+	// a request's draws happen in one critical section, so the k-th request
+	// admitted gets the k-th draws and a fixed Seed gives a fixed number of
+	// faults however the requests interleave.
+	mu      sync.Mutex
+	window  int64 // index of the current window
+	reqs    int   // requests admitted in the current window
+	toks    int   // tokens admitted in the current window
+	granted int   // successful answers counted against Quota, in flight included
+	rng     *rand.Rand
+
+	requests, ok, rateLimited, failed, unauthorized atomic.Int64
+	quotaSpent, badRequests                         atomic.Int64
+	promptTokens, completionTokens                  atomic.Int64
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns a Handler for cfg, with its limit windows starting now.
+func New(cfg Config) *Handler {
+	cfg = cfg.withDefaults()
+	h := &Handler{
+		cfg:   cfg,
+		start: time.Now(),
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+	}
+	if cfg.APIKey != "" {
+		h.authHdr = []byte("Bearer " + cfg.APIKey)
+	}
+	return h
+}
+
+// Stats returns the counters so far. Each counter is read atomically, but
+// the set is not a snapshot of one instant while requests are in flight.
+func (h *Handler) Stats() Stats {
+	return Stats{
+		Requests:         h.requests.Load(),
+		OK:               h.ok.Load(),
+		RateLimited:      h.rateLimited.Load(),
+		Failed:           h.failed.Load(),
+		Unauthorized:     h.unauthorized.Load(),
+		QuotaSpent:       h.quotaSpent.Load(),
+		BadRequests:      h.badRequests.Load(),
+		PromptTokens:     h.promptTokens.Load(),
+		CompletionTokens: h.completionTokens.Load(),
+	}
+}
+
+// ServeHTTP checks the key, then routes the request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.requests.Add(1)
+	if h.authHdr != nil && !h.authorized(r) {
+		h.unauthorized.Add(1)
+		writeError(w, http.StatusUnauthorized, errBadKey)
+		return
+	}
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		if r.Method != http.MethodPost {
+			h.notAllowed(w, http.MethodPost)
+			return
+		}
+		h.chat(w, r)
+	case "/v1/models", "/models":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.notAllowed(w, http.MethodGet)
+			return
+		}
+		h.models(w)
+	default:
+		h.badRequests.Add(1)
+		writeError(w, http.StatusNotFound, apiError{
+			Message: "Unknown request URL: " + r.Method + " " + r.URL.Path + ".",
+			Type:    "invalid_request_error",
+			Code:    "unknown_url",
+		})
+	}
+}
+
+// authorized reports whether r carries the configured key. The comparison
+// takes constant time so the mock cannot be used to guess a key.
+func (h *Handler) authorized(r *http.Request) bool {
+	got := r.Header.Get("Authorization")
+	return subtle.ConstantTimeCompare([]byte(got), h.authHdr) == 1
+}
+
+func (h *Handler) notAllowed(w http.ResponseWriter, allow string) {
+	h.badRequests.Add(1)
+	w.Header().Set("Allow", allow)
+	writeError(w, http.StatusMethodNotAllowed, apiError{
+		Message: "Method not allowed; use " + allow + ".",
+		Type:    "invalid_request_error",
+		Code:    "method_not_allowed",
+	})
+}
+
+// models answers GET /v1/models with a list holding the configured model.
+func (h *Handler) models(w http.ResponseWriter) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{"list", []model{{h.cfg.Model, "model", h.start.Unix(), "llmbatch"}}})
+}
