@@ -14,9 +14,9 @@ import (
 )
 
 // NewCmdMock returns `llmbatch mock` with its `serve` child.
-func NewCmdMock(ios *IOStreams, stop <-chan struct{}) *cobra.Command {
+func NewCmdMock(f *Factory) *cobra.Command {
 	c := &cobra.Command{Use: "mock", Short: "The built-in fake OpenAI-compatible provider"}
-	c.AddCommand(newCmdMockServe(ios, stop))
+	c.AddCommand(newCmdMockServe(f.IO, f.Stop))
 	return c
 }
 

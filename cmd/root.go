@@ -41,9 +41,17 @@ func usageErr(format string, a ...any) error { return &UsageError{fmt.Errorf(for
 // without a result.
 var errSomeFailed = errors.New("some items have no result")
 
-// NewRootCmd returns the llmbatch command with its children. stop, closed
-// by the first interrupt signal, asks a run to stop gracefully; it may be nil.
-func NewRootCmd(ios *IOStreams, stop <-chan struct{}) *cobra.Command {
+// Factory is what every command gets from main: the streams, the
+// environment and the graceful-stop signal. Tests build their own.
+type Factory struct {
+	IO     *IOStreams
+	Getenv func(string) string // os.Getenv in production
+	Stop   <-chan struct{}     // closed by the first SIGINT/SIGTERM; may be nil
+}
+
+// NewRootCmd returns the llmbatch command with its children.
+func NewRootCmd(f *Factory) *cobra.Command {
+	ios := f.IO
 	root := &cobra.Command{
 		Use:   "llmbatch",
 		Short: "Run large batches of prompts through OpenAI-compatible chat APIs",
@@ -58,7 +66,7 @@ same command and no item is sent twice once its result is on disk.`,
 	root.SetOut(ios.Out)
 	root.SetErr(ios.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{err} })
-	root.AddCommand(NewCmdRun(ios, stop, nil), NewCmdMock(ios, stop), NewCmdVersion(ios))
+	root.AddCommand(NewCmdRun(f, nil), NewCmdMock(f), NewCmdVersion(ios))
 	return root
 }
 
@@ -67,7 +75,7 @@ func Execute() int {
 	ios := System()
 	ctx, stop, cancel := signalContext()
 	defer cancel()
-	root := NewRootCmd(ios, stop)
+	root := NewRootCmd(&Factory{IO: ios, Getenv: os.Getenv, Stop: stop})
 	c, err := root.ExecuteContextC(ctx)
 	return exitCode(ios, c, err)
 }

@@ -58,8 +58,8 @@ type RunOptions struct {
 
 // NewCmdRun returns `llmbatch run`. runF replaces the run itself in tests
 // of the flags.
-func NewCmdRun(ios *IOStreams, stop <-chan struct{}, runF func(context.Context, *RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: ios, Getenv: os.Getenv, Stop: stop}
+func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: f.IO, Getenv: f.Getenv, Stop: f.Stop}
 	var maxTokens int
 	var temperature float64
 	c := &cobra.Command{
@@ -98,33 +98,33 @@ The API key is read from the environment, never from a flag:
 			return runRun(c.Context(), opts)
 		},
 	}
-	f := c.Flags()
-	f.SortFlags = false
-	f.StringVarP(&opts.Output, "output", "o", "", "results JSONL (default: INPUT with .jsonl replaced by .out.jsonl; required for stdin)")
-	f.StringVar(&opts.Provider, "provider", "", "preset: "+strings.Join(presetNames(), ", "))
-	f.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.deepseek.com/v1")
-	f.StringVar(&opts.Model, "model", "", "model id (records may name their own)")
-	f.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key")
-	f.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
-	f.IntVar(&opts.RPM, "rpm", 0, "requests per minute, 0 for no limit")
-	f.IntVar(&opts.TPM, "tpm", 0, "tokens per minute (estimated prompt tokens plus max_tokens), 0 for no limit")
-	f.IntVar(&opts.MaxAttempts, "max-attempts", 6, "attempts per request, the first included")
-	f.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
-	f.DurationVar(&opts.MaxDelay, "max-delay", time.Minute, "backoff cap (a server's Retry-After is always honoured in full)")
-	f.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included")
-	f.StringVar(&opts.System, "system", "", "system prompt for records without one")
-	f.StringVar(&opts.Template, "template", "", "Go text/template over the record's fields making the prompt, e.g. 'Classify: {{.text}}'")
-	f.IntVar(&maxTokens, "max-tokens", 0, "max_tokens passed to the API")
-	f.Float64Var(&temperature, "temperature", 0, "temperature passed to the API")
-	f.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids (default OUTPUT.ckpt)")
-	f.BoolVar(&opts.RetryFailed, "retry-failed", false, "also redo items recorded as failed")
-	f.StringVar(&opts.Progress, "progress", "auto", "auto, on or off: a bar on a terminal, a log line every 10s otherwise")
-	f.StringVar(&opts.LogFormat, "log-format", "text", "text or json")
-	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "debug logging (every retry decision)")
-	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "warnings and errors only, no progress")
-	f.StringVar(&opts.MockOpts, "mock", "", "options of --provider mock, e.g. 'latency=50ms,rpm=600,fail=0.05'")
-	f.DurationVar(&opts.LogEvery, "progress-every", 10*time.Second, "period of progress log lines")
-	_ = f.MarkHidden("progress-every")
+	fl := c.Flags()
+	fl.SortFlags = false
+	fl.StringVarP(&opts.Output, "output", "o", "", "results JSONL (default: INPUT with .jsonl replaced by .out.jsonl; required for stdin)")
+	fl.StringVar(&opts.Provider, "provider", "", "preset: "+strings.Join(presetNames(), ", "))
+	fl.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.deepseek.com/v1")
+	fl.StringVar(&opts.Model, "model", "", "model id (records may name their own)")
+	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key")
+	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
+	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute, 0 for no limit")
+	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute (estimated prompt tokens plus max_tokens), 0 for no limit")
+	fl.IntVar(&opts.MaxAttempts, "max-attempts", 6, "attempts per request, the first included")
+	fl.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
+	fl.DurationVar(&opts.MaxDelay, "max-delay", time.Minute, "backoff cap (a server's Retry-After is always honoured in full)")
+	fl.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included")
+	fl.StringVar(&opts.System, "system", "", "system prompt for records without one")
+	fl.StringVar(&opts.Template, "template", "", "Go text/template over the record's fields making the prompt, e.g. 'Classify: {{.text}}'")
+	fl.IntVar(&maxTokens, "max-tokens", 0, "max_tokens passed to the API")
+	fl.Float64Var(&temperature, "temperature", 0, "temperature passed to the API")
+	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids (default OUTPUT.ckpt)")
+	fl.BoolVar(&opts.RetryFailed, "retry-failed", false, "also redo items recorded as failed")
+	fl.StringVar(&opts.Progress, "progress", "auto", "auto, on or off: a bar on a terminal, a log line every 10s otherwise")
+	fl.StringVar(&opts.LogFormat, "log-format", "text", "text or json")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "debug logging (every retry decision)")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "warnings and errors only, no progress")
+	fl.StringVar(&opts.MockOpts, "mock", "", "options of --provider mock, e.g. 'latency=50ms,rpm=600,fail=0.05'")
+	fl.DurationVar(&opts.LogEvery, "progress-every", 10*time.Second, "period of progress log lines")
+	_ = fl.MarkHidden("progress-every")
 	return c
 }
 

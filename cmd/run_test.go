@@ -1,0 +1,152 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewCmdRun(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  string
+		check func(t *testing.T, o *RunOptions)
+	}{
+		{"defaults", "in.jsonl", func(t *testing.T, o *RunOptions) {
+			if o.Input != "in.jsonl" || o.Concurrency != 4 || o.MaxAttempts != 6 || o.Timeout != time.Minute ||
+				o.BaseDelay != time.Second || o.MaxDelay != time.Minute || o.MaxTokens != nil || o.Temperature != nil || o.Progress != "auto" {
+				t.Errorf("defaults = %+v", o)
+			}
+		}},
+		{"everything", "-o out.jsonl --provider deepseek --base-url http://x/v1 --model m --api-key-env K -j 9 --rpm 60 --tpm 1000 " +
+			"--max-attempts 3 --base-delay 10ms --max-delay 2s --timeout 5s --system sys --template {{.a}} --max-tokens 5 --temperature 0 " +
+			"--checkpoint c.ckpt --retry-failed --progress off --log-format json -v in.jsonl", func(t *testing.T, o *RunOptions) {
+			if o.Output != "out.jsonl" || o.Provider != "deepseek" || o.BaseURL != "http://x/v1" || o.Model != "m" || o.APIKeyEnv != "K" ||
+				o.Concurrency != 9 || o.RPM != 60 || o.TPM != 1000 || o.MaxAttempts != 3 || o.BaseDelay != 10*time.Millisecond ||
+				o.MaxDelay != 2*time.Second || o.Timeout != 5*time.Second || o.System != "sys" || o.Template != "{{.a}}" ||
+				o.MaxTokens == nil || *o.MaxTokens != 5 || o.Temperature == nil || *o.Temperature != 0 || o.Checkpoint != "c.ckpt" ||
+				!o.RetryFailed || o.Progress != "off" || o.LogFormat != "json" || !o.Verbose {
+				t.Errorf("options = %+v", o)
+			}
+		}},
+		{"stdin", "-q -", func(t *testing.T, o *RunOptions) {
+			if o.Input != "-" || !o.Quiet {
+				t.Errorf("options = %+v", o)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := Test()
+			var got *RunOptions
+			c := NewCmdRun(&Factory{IO: ios, Getenv: func(string) string { return "" }}, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+			c.SetArgs(strings.Fields(tt.args))
+			if err := c.Execute(); err != nil {
+				t.Fatalf("Execute(%q) error = %v", tt.args, err)
+			}
+			tt.check(t, got)
+		})
+	}
+}
+
+// execute runs the root command as main would and returns its exit code.
+func execute(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ios, _, out, errOut := Test()
+	root := NewRootCmd(&Factory{IO: ios, Getenv: func(k string) string { return env[k] }})
+	root.SetArgs(args)
+	c, err := root.ExecuteContextC(t.Context())
+	return exitCode(ios, c, err), out.String(), errOut.String()
+}
+
+func writeInput(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunMockEndToEnd(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"one"}`, `{"id":2,"prompt":"two"}`)
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", in)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(strings.TrimSuffix(in, ".jsonl") + ".out.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct{ ID, Output string }
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		got[r.ID] = r.Output
+	}
+	if got["a"] != "echo: one" || got["2"] != "echo: two" {
+		t.Errorf("results = %v", got)
+	}
+	if !strings.Contains(stderr, "2 done") {
+		t.Errorf("summary missing from stderr:\n%s", stderr)
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	good := writeInput(t, `{"id":"a","prompt":"one"}`)
+	bad := writeInput(t, `{"id":"a","prompt":"one"}`, `nope`)
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want int
+		msg  string
+	}{
+		{"ok", nil, []string{"run", "--provider", "mock", good}, exitOK, ""},
+		{"bad line", nil, []string{"run", "--provider", "mock", bad}, exitFailedItems, "bad lines"},
+		{"missing input", nil, []string{"run", "--provider", "mock", "/nonexistent/x.jsonl"}, exitUsage, "no such file"},
+		{"directory input", nil, []string{"run", "--provider", "mock", t.TempDir()}, exitUsage, "directory"},
+		{"stdin without -o", nil, []string{"run", "--provider", "mock", "-"}, exitUsage, "-o"},
+		{"unknown provider", nil, []string{"run", "--provider", "nope", good}, exitUsage, "unknown --provider"},
+		{"no endpoint", nil, []string{"run", good}, exitUsage, "--base-url"},
+		{"no key", nil, []string{"run", "--provider", "openai", good}, exitUsage, "OPENAI_API_KEY"},
+		{"empty key env", nil, []string{"run", "--provider", "mock", "--api-key-env", "MY_KEY", good}, exitUsage, "MY_KEY"},
+		{"bad flag", nil, []string{"run", "--nope", good}, exitUsage, "unknown flag"},
+		{"no args", nil, []string{"run"}, exitUsage, "arg"},
+		{"bad concurrency", nil, []string{"run", "--provider", "mock", "-j", "0", good}, exitUsage, "concurrency"},
+		{"bad key", nil, []string{"run", "--provider", "mock", "--mock", "key=k", writeInput(t, `{"id":"a","prompt":"x"}`)}, exitStopped, "auth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := execute(t, tt.env, tt.args...)
+			if code != tt.want || !strings.Contains(stderr, tt.msg) {
+				t.Errorf("llmbatch %s: exit %d, want %d; stderr:\n%s", strings.Join(tt.args, " "), code, tt.want, stderr)
+			}
+		})
+	}
+}
+
+func TestRunRejectsMismatchedRerun(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"one"}`)
+	if code, _, stderr := execute(t, nil, "run", "--provider", "mock", in); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--system", "be terse", in)
+	if code != exitUsage || !strings.Contains(stderr, "system") {
+		t.Errorf("rerun with another system prompt: exit %d, want %d naming the setting; stderr:\n%s", code, exitUsage, stderr)
+	}
+}
+
+func TestProgressLines(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"one"}`, `{"id":"b","prompt":"two"}`)
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--mock", "latency=150ms", "-j", "1", "--progress-every", "100ms", in)
+	if code != exitOK || !strings.Contains(stderr, "progress: ") || !strings.Contains(stderr, "left") {
+		t.Errorf("exit %d; want periodic progress lines on a non-terminal; stderr:\n%s", code, stderr)
+	}
+}
