@@ -21,6 +21,11 @@ type Item struct {
 	Tokens int    // estimated prompt tokens plus max_tokens, for the token limit
 	Batch  bool   // an OpenAI Batch request line: the result is Batch-shaped
 
+	// For merging (--merge): only items made of one prompt can share a
+	// request, and only with items of the same Group.
+	Prompt string // the user prompt; "" when the item cannot be merged
+	Group  string // model, system prompt and parameters: items that may share a request
+
 	rejected *LineError // set for a rejected line on its way to the errors file
 }
 
@@ -55,12 +60,11 @@ func (s *recordShaper) shape(line []byte) (*Item, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	it := &Item{ID: id}
-	body, tokens, err := s.chatBody(rec)
+	it, err := s.chatItem(rec)
 	if err != nil {
 		return nil, id, err
 	}
-	it.Body, it.Tokens = body, tokens
+	it.ID = id
 	return it, id, nil
 }
 
@@ -88,23 +92,25 @@ func recordID(raw json.RawMessage, line []byte) (string, error) {
 	return "", fmt.Errorf("%w (got %s)", ErrBadID, truncate(string(raw), 40))
 }
 
-func (s *recordShaper) chatBody(rec map[string]json.RawMessage) ([]byte, int, error) {
+// chatItem makes the request of a prompt or messages record.
+func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 	var msgs []llm.Message
-	if raw, ok := rec["messages"]; ok {
+	raw, conversation := rec["messages"]
+	if conversation {
 		if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-			return nil, 0, fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
+			return nil, fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
 		}
 	} else {
 		prompt, err := s.prompt(rec)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		msgs = []llm.Message{llm.TextMessage("user", prompt)}
 	}
 	system := s.system
 	if raw, ok := rec["system"]; ok {
 		if json.Unmarshal(raw, &system) != nil {
-			return nil, 0, fmt.Errorf("%w: system must be a string", ErrNoPrompt)
+			return nil, fmt.Errorf("%w: system must be a string", ErrNoPrompt)
 		}
 	}
 	if system != "" && msgs[0].Role != "system" {
@@ -113,17 +119,17 @@ func (s *recordShaper) chatBody(rec map[string]json.RawMessage) ([]byte, int, er
 	body := map[string]json.RawMessage{}
 	if raw, ok := rec["params"]; ok {
 		if err := json.Unmarshal(raw, &body); err != nil {
-			return nil, 0, fmt.Errorf("%w: params must be a JSON object", ErrNoPrompt)
+			return nil, fmt.Errorf("%w: params must be a JSON object", ErrNoPrompt)
 		}
 	}
 	model := s.model
 	if raw, ok := rec["model"]; ok {
 		if json.Unmarshal(raw, &model) != nil {
-			return nil, 0, fmt.Errorf("%w: model must be a string", ErrNoPrompt)
+			return nil, fmt.Errorf("%w: model must be a string", ErrNoPrompt)
 		}
 	}
 	if model == "" {
-		return nil, 0, ErrNoModel
+		return nil, ErrNoModel
 	}
 	body["model"], _ = json.Marshal(model)
 	body["messages"], _ = json.Marshal(msgs)
@@ -131,9 +137,26 @@ func (s *recordShaper) chatBody(rec map[string]json.RawMessage) ([]byte, int, er
 	setDefault(body, "temperature", s.temperature)
 	out, err := json.Marshal(body)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return out, estimate(msgs, body["max_tokens"]), nil
+	it := &Item{Body: out, Tokens: estimate(msgs, body["max_tokens"])}
+	if !conversation {
+		it.Prompt, it.Group = llm.TextContent(msgs[len(msgs)-1].Content), groupKey(body, system)
+	}
+	return it, nil
+}
+
+// groupKey names the settings a merged request shares: the body without its
+// messages, plus the system prompt.
+func groupKey(body map[string]json.RawMessage, system string) string {
+	rest := make(map[string]json.RawMessage, len(body))
+	for k, v := range body {
+		if k != "messages" {
+			rest[k] = v
+		}
+	}
+	b, _ := json.Marshal(rest) // sorted keys: equal settings give equal keys
+	return system + "\x00" + string(b)
 }
 
 func setDefault[T any](body map[string]json.RawMessage, key string, v *T) {

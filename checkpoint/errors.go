@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"unicode/utf8"
 )
@@ -85,3 +86,12 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// opError prefixes err with the package name and, unless err is an *fs.PathError that already names the
+// file, with the operation and the file.
+func opError(op, path string, err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return fmt.Errorf("checkpoint: %s %s: %w", op, path, err)
+}

@@ -28,7 +28,8 @@ import (
 //
 // Keys are held as 128-bit hashes, about 40 bytes per distinct key with map overhead, so millions of keys fit.
 // The strings themselves are kept only for keys whose current status is Failed or Bad (a small set), which
-// is why [Journal.Keys] works for those two statuses only.
+// is why [Journal.Keys] works for those two statuses only. Keys are compared as JSON reads them back: a byte
+// that is not valid UTF-8 counts as U+FFFD (ids read from JSON input are always valid).
 //
 // # Errors
 //
@@ -70,14 +71,14 @@ var errClosed = fmt.Errorf("checkpoint: journal %w", os.ErrClosed)
 func Open(path string, s Settings) (*Journal, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: open %s: %w", path, err)
+		return nil, opError("open", path, err)
 	}
 	if err := lock(f); err != nil {
 		f.Close()
 		if errors.Is(err, errLockHeld) {
 			return nil, &LockedError{Path: path}
 		}
-		return nil, fmt.Errorf("checkpoint: lock %s: %w", path, err)
+		return nil, opError("lock", path, err)
 	}
 	j := &Journal{
 		path:  path,
@@ -141,7 +142,7 @@ func (j *Journal) Keys(st Status, fn func(key string) bool) {
 // the journal's sticky write error if an earlier write failed or the journal is closed.
 func (j *Journal) Append(key string, st Status) error {
 	if !st.valid() {
-		return fmt.Errorf("checkpoint: Append(%q, %v): invalid status", key, st)
+		return fmt.Errorf("checkpoint: Append(%s, %v): invalid status", clip(key), st)
 	}
 	if j.err != nil {
 		return j.err
@@ -189,10 +190,10 @@ func (j *Journal) Close() error {
 	j.closed = true
 	err := j.Sync()
 	if uerr := unlock(j.f); uerr != nil && err == nil {
-		err = fmt.Errorf("checkpoint: unlock %s: %w", j.path, uerr)
+		err = opError("unlock", j.path, uerr)
 	}
 	if cerr := j.f.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("checkpoint: close %s: %w", j.path, cerr)
+		err = opError("close", j.path, cerr)
 	}
 	if j.err == nil {
 		j.err = errClosed
@@ -202,7 +203,7 @@ func (j *Journal) Close() error {
 
 // fail makes err the journal's sticky error and returns it.
 func (j *Journal) fail(op string, err error) error {
-	j.err = fmt.Errorf("checkpoint: %s %s: %w", op, j.path, err)
+	j.err = opError(op, j.path, err)
 	return j.err
 }
 

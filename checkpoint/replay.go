@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,7 +32,7 @@ func (j *Journal) load(s Settings) error {
 		_, err = j.f.Seek(end, io.SeekStart)
 	}
 	if err != nil {
-		return fmt.Errorf("checkpoint: open %s: %w", j.path, err)
+		return opError("open", j.path, err)
 	}
 	return nil
 }
@@ -42,23 +41,8 @@ func (j *Journal) load(s Settings) error {
 // or fresh when the file holds no header yet (it is empty, or its header was torn by a crash).
 func (j *Journal) replay(s Settings) (end int64, fresh bool, err error) {
 	lr := lineReader{r: bufio.NewReaderSize(j.f, 64<<10)}
-	line, complete, err := lr.next()
-	switch {
-	case err == io.EOF:
-		return 0, true, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("checkpoint: read %s: %w", j.path, err)
-	case !complete && tornHeader(line):
-		return 0, true, nil
-	case !complete:
-		return 0, false, &CorruptError{Path: j.path, Line: 1, Err: errNotJournal}
-	}
-	old, err := parseHeader(line)
-	if err != nil {
-		return 0, false, &CorruptError{Path: j.path, Line: 1, Err: err}
-	}
-	if diff := diffSettings(old, s); len(diff) > 0 {
-		return 0, false, &MismatchError{Path: j.path, Diff: diff}
+	if fresh, err := j.readHeader(&lr, s); fresh || err != nil {
+		return 0, fresh, err
 	}
 	for n := 2; ; n++ {
 		end = lr.off
@@ -67,7 +51,7 @@ func (j *Journal) replay(s Settings) (end int64, fresh bool, err error) {
 			return end, false, nil // the end, or a torn last line
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("checkpoint: read %s: %w", j.path, err)
+			return 0, false, opError("read", j.path, err)
 		}
 		key, st, perr := parseRecord(line)
 		if perr == nil {
@@ -78,10 +62,34 @@ func (j *Journal) replay(s Settings) (end int64, fresh bool, err error) {
 		case err == io.EOF:
 			return end, false, nil // an invalid last line is torn too: a crash can leave garbage
 		case err != nil:
-			return 0, false, fmt.Errorf("checkpoint: read %s: %w", j.path, err)
+			return 0, false, opError("read", j.path, err)
 		}
 		return 0, false, &CorruptError{Path: j.path, Line: n, Err: perr}
 	}
+}
+
+// readHeader reads the first line and checks that it is a header recording settings s. It returns fresh
+// when there is no header to read.
+func (j *Journal) readHeader(lr *lineReader, s Settings) (fresh bool, err error) {
+	line, complete, err := lr.next()
+	switch {
+	case err == io.EOF:
+		return true, nil
+	case err != nil:
+		return false, opError("read", j.path, err)
+	case !complete && tornHeader(line):
+		return true, nil
+	case !complete:
+		return false, &CorruptError{Path: j.path, Line: 1, Err: errNotJournal}
+	}
+	old, err := parseHeader(line)
+	if err != nil {
+		return false, &CorruptError{Path: j.path, Line: 1, Err: err}
+	}
+	if diff := diffSettings(old, s); len(diff) > 0 {
+		return false, &MismatchError{Path: j.path, Diff: diff}
+	}
+	return false, nil
 }
 
 // create starts the file afresh with the header for s, and makes it and its directory entry durable before

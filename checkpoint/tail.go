@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -20,14 +19,14 @@ func RepairTail(path string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: repair %s: %w", path, err)
+		return 0, opError("repair", path, err)
 	}
 	cut, err := repairTail(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: repair %s: %w", path, err)
+		return 0, opError("repair", path, err)
 	}
 	return cut, nil
 }
