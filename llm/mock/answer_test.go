@@ -89,3 +89,25 @@ func TestFindItems(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMergedAnswer checks that any text gives either no merged answer or a
+// valid JSON object with one result per item found.
+func FuzzMergedAnswer(f *testing.F) {
+	f.Add(`Items: [{"id":"a","input":"x"},{"id":2,"input":"y"}] ok`)
+	f.Add(`[[{"id":"a","input":"x"}]`)
+	f.Fuzz(func(t *testing.T, text string) {
+		got, ok := mergedAnswer(text)
+		if !ok {
+			return
+		}
+		var v struct {
+			Results []struct {
+				ID     json.RawMessage
+				Output *string
+			}
+		}
+		if err := json.Unmarshal([]byte(got), &v); err != nil || len(v.Results) != len(findItems(text)) {
+			t.Fatalf("mergedAnswer(%q) = %s (%v)", text, got, err)
+		}
+	})
+}

@@ -2,6 +2,8 @@ package mock
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -60,4 +62,37 @@ func BenchmarkHandlerParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkServer sends chat completions over loopback to a started Server
+// from every processor at once, with kept-alive connections: the mock's
+// share of a run's cost per request, client side included.
+func BenchmarkServer(b *testing.B) {
+	s, err := Start(Config{RPM: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	body := `{"messages":[{"role":"user","content":"Classify: my card was charged twice"}]}`
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := c.Post(s.URL+"/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }

@@ -64,19 +64,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 func decodeRequest(w http.ResponseWriter, r *http.Request) (*llm.ChatRequest, int, apiError) {
 	buf := getBuf()
 	defer putBuf(buf)
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody)); err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, http.StatusRequestEntityTooLarge, apiError{
-				Message: fmt.Sprintf("The request body is larger than %d bytes.", maxBody),
-				Type:    "invalid_request_error",
-				Code:    "request_too_large",
-			}
-		}
-		return nil, http.StatusBadRequest, apiError{
-			Message: "We could not read the body of your request.",
-			Type:    "invalid_request_error",
-			Code:    "invalid_body",
-		}
+	if status, bad := readBody(w, r, buf); status != 0 {
+		return nil, status, bad
 	}
 	req := new(llm.ChatRequest) // Unmarshal copies what it keeps, so buf may be reused
 	if err := json.Unmarshal(buf.Bytes(), req); err != nil {
@@ -105,6 +94,26 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (*llm.ChatRequest, in
 	return req, 0, apiError{}
 }
 
+// readBody reads r's body, up to maxBody bytes, into buf.
+func readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) (int, apiError) {
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
+	if err == nil {
+		return 0, apiError{}
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return http.StatusRequestEntityTooLarge, apiError{
+			Message: fmt.Sprintf("The request body is larger than %d bytes.", maxBody),
+			Type:    "invalid_request_error",
+			Code:    "request_too_large",
+		}
+	}
+	return http.StatusBadRequest, apiError{
+		Message: "We could not read the body of your request.",
+		Type:    "invalid_request_error",
+		Code:    "invalid_body",
+	}
+}
+
 // readMessages returns the prompt's token estimate (all message text) and the
 // text of the last user message ("" when there is none).
 func readMessages(msgs []llm.Message) (tokens int, last string) {
@@ -129,7 +138,7 @@ func readMessages(msgs []llm.Message) (tokens int, last string) {
 // decoder, when it is a string that needs no unescaping and is valid UTF-8:
 // then they are exactly what [llm.TextContent] would return.
 func plainString(raw json.RawMessage) ([]byte, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return nil, false
 	}
 	s := raw[1 : len(raw)-1]

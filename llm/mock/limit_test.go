@@ -205,3 +205,26 @@ func TestRetryHeaders(t *testing.T) {
 		}
 	}
 }
+
+// endless is an endless body of spaces.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	h := New(Config{})
+	req := httptest.NewRequest("POST", "/v1/chat/completions", endless{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("endless body: status = %d, want 413", rec.Code)
+	}
+	if e := decodeError(t, reply{rec.Code, rec.Header(), rec.Body.Bytes()}); code(e) != "request_too_large" {
+		t.Errorf("code = %q, want request_too_large", code(e))
+	}
+}

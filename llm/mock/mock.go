@@ -75,6 +75,29 @@ type Stats struct {
 //
 // and answers anything else with a 404 in OpenAI's error format. Handler is
 // safe for concurrent use by multiple goroutines and starts none of its own.
+//
+// # A chat request's path
+//
+// Each step either answers or passes the request on:
+//
+//  1. a missing or wrong key (when [Config.APIKey] is set, on every route): 401 invalid_api_key;
+//  2. a body that is not JSON, has no messages or has max_tokens < 1: 400; over 32 MiB: 413;
+//  3. [Config.Quota] spent: 429 insufficient_quota;
+//  4. the window's RPM or TPM spent: 429 rate_limit_exceeded with Retry-After and
+//     retry-after-ms. Refused requests do not count against the window; admitted
+//     ones do, whatever happens to them next. A request costing more than TPM on
+//     its own is admitted into an empty window rather than refused for ever;
+//  5. Latency plus jitter pass (a client that leaves first gets 499 and the request
+//     gives back its quota);
+//  6. [Config.FailRate]: 500, 502 or 503 with a server_error body;
+//  7. the answer: [Answer] of the last user message, or with response_format
+//     json_object and an array of {"id","input"} objects in that message,
+//     {"results":[{"id":...,"output":Answer(input)},...]}. A max_tokens below
+//     the answer's estimate cuts it to max_tokens*4 bytes, finish_reason "length".
+//
+// Tokens are estimated as characters/4, at least 1. Successful answers and 429s
+// carry x-ratelimit-{limit,remaining,reset}-{requests,tokens} for the limits
+// that are set.
 type Handler struct {
 	cfg     Config
 	authHdr []byte    // "Bearer <APIKey>", or nil when no key is required
