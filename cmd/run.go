@@ -62,6 +62,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	opts := &RunOptions{IO: f.IO, Getenv: f.Getenv, Stop: f.Stop}
 	var maxTokens int
 	var temperature float64
+	var configPath, profile, templateFile string
 	c := &cobra.Command{
 		Use:   "run [flags] INPUT",
 		Short: "Run every prompt of a JSONL file (or - for stdin)",
@@ -86,6 +87,19 @@ The API key is read from the environment, never from a flag:
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Input = args[0]
+			if err := applyConfig(c, opts.Getenv, configPath, profile); err != nil {
+				return err
+			}
+			if templateFile != "" {
+				if opts.Template != "" && c.Flags().Changed("template") {
+					return usageErr("give --template or --template-file, not both")
+				}
+				b, err := os.ReadFile(templateFile)
+				if err != nil {
+					return usageErr("--template-file: %v", unwrapPath(err))
+				}
+				opts.Template = string(b)
+			}
 			if c.Flags().Changed("max-tokens") {
 				opts.MaxTokens = &maxTokens
 			}
@@ -100,6 +114,8 @@ The API key is read from the environment, never from a flag:
 	}
 	fl := c.Flags()
 	fl.SortFlags = false
+	fl.StringVarP(&configPath, "config", "c", "", "TOML config file (default ./llmbatch.toml if present); keys are these flags' names")
+	fl.StringVar(&profile, "profile", "", "use the config file's [profiles.NAME] table over its top level")
 	fl.StringVarP(&opts.Output, "output", "o", "", "results JSONL (default: INPUT with .jsonl replaced by .out.jsonl; required for stdin)")
 	fl.StringVar(&opts.Provider, "provider", "", "preset: "+strings.Join(presetNames(), ", "))
 	fl.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.deepseek.com/v1")
@@ -114,6 +130,7 @@ The API key is read from the environment, never from a flag:
 	fl.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included")
 	fl.StringVar(&opts.System, "system", "", "system prompt for records without one")
 	fl.StringVar(&opts.Template, "template", "", "Go text/template over the record's fields making the prompt, e.g. 'Classify: {{.text}}'")
+	fl.StringVar(&templateFile, "template-file", "", "read the --template from a file")
 	fl.IntVar(&maxTokens, "max-tokens", 0, "max_tokens passed to the API")
 	fl.Float64Var(&temperature, "temperature", 0, "temperature passed to the API")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids (default OUTPUT.ckpt)")
