@@ -80,40 +80,37 @@ func Execute() int {
 	return exitCode(ios, c, err)
 }
 
-func exitCode(ios *IOStreams, c *cobra.Command, err error) int {
-	if err == nil {
-		return exitOK
-	}
+// codeOf maps the error a command returned to the process exit code.
+func codeOf(err error) int {
 	var ue *UsageError
 	var se *batch.SetupError
-	var stop *batch.StopError
-	var we *batch.WriteError
-	code := exitStopped
 	switch {
+	case err == nil:
+		return exitOK
 	case errors.Is(err, errSomeFailed):
 		return exitFailedItems
-	case errors.As(err, &ue):
-		fmt.Fprintf(ios.ErrOut, "llmbatch: %v\n", err)
-		if c != nil {
-			fmt.Fprintf(ios.ErrOut, "Run '%s --help' for usage.\n", c.CommandPath())
-		}
+	case errors.As(err, &ue), errors.As(err, &se), isCobraUsage(err):
 		return exitUsage
-	case errors.As(err, &se):
-		code = exitUsage
 	case errors.Is(err, batch.ErrInterrupted), errors.Is(err, context.Canceled):
-		fmt.Fprintln(ios.ErrOut, "llmbatch: interrupted; rerun the same command to resume")
 		return exitInterrupted
-	case errors.As(err, &stop), errors.As(err, &we):
-		code = exitStopped
-	default:
-		if isCobraUsage(err) {
-			fmt.Fprintf(ios.ErrOut, "llmbatch: %v\n", err)
-			return exitUsage
-		}
 	}
-	fmt.Fprintf(ios.ErrOut, "llmbatch: %v\n", err)
-	if code == exitStopped {
-		fmt.Fprintln(ios.ErrOut, "llmbatch: rerun the same command to resume")
+	return exitStopped // *batch.StopError, *batch.WriteError and anything unforeseen
+}
+
+// exitCode prints err once, with a hint fitting its code, and returns the code.
+func exitCode(ios *IOStreams, c *cobra.Command, err error) int {
+	code := codeOf(err)
+	var ue *UsageError
+	switch {
+	case code == exitOK, code == exitFailedItems: // the summary said it all
+	case code == exitInterrupted:
+		fmt.Fprintln(ios.ErrOut, "llmbatch: interrupted; rerun the same command to resume")
+	case errors.As(err, &ue) && c != nil:
+		fmt.Fprintf(ios.ErrOut, "llmbatch: %v\nRun '%s --help' for usage.\n", err, c.CommandPath())
+	case code == exitStopped:
+		fmt.Fprintf(ios.ErrOut, "llmbatch: %v\nllmbatch: rerun the same command to resume\n", err)
+	default:
+		fmt.Fprintf(ios.ErrOut, "llmbatch: %v\n", err)
 	}
 	return code
 }

@@ -49,6 +49,8 @@ type RunOptions struct {
 	Temperature *float64
 
 	RetryFailed bool
+	Report      string        // write the run summary as JSON here
+	MetricsFile string        // write the run summary in the Prometheus text format here
 	Progress    string        // auto, on, off
 	LogEvery    time.Duration // progress log line period when not drawing a bar
 	LogFormat   string        // text, json
@@ -135,6 +137,8 @@ The API key is read from the environment, never from a flag:
 	fl.Float64Var(&temperature, "temperature", 0, "temperature passed to the API")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids (default OUTPUT.ckpt)")
 	fl.BoolVar(&opts.RetryFailed, "retry-failed", false, "also redo items recorded as failed")
+	fl.StringVar(&opts.Report, "report", "", "write the run summary as JSON to this file")
+	fl.StringVar(&opts.MetricsFile, "metrics-file", "", "write the run summary in the Prometheus text format (for node_exporter's textfile collector)")
 	fl.StringVar(&opts.Progress, "progress", "auto", "auto, on or off: a bar on a terminal, a log line every 10s otherwise")
 	fl.StringVar(&opts.LogFormat, "log-format", "text", "text or json")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "debug logging (every retry decision)")
@@ -181,19 +185,20 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		MaxTokens: opts.MaxTokens, Temperature: opts.Temperature,
 		RetryFailed: opts.RetryFailed, Stop: opts.Stop, Counters: counters, Logger: log,
 	}
+	started := time.Now()
 	stopProgress := startProgress(ctx, opts, counters, countLines(opts.Input))
 	sum, err := batch.Run(ctx, cfg)
 	stopProgress()
 	if sum != nil && !opts.Quiet {
 		printSummary(opts.IO.ErrOut, sum)
 	}
-	if err != nil {
-		return err
+	if err == nil && !sum.Complete() {
+		err = errSomeFailed
 	}
-	if !sum.Complete() {
-		return errSomeFailed
+	if rerr := writeReport(opts, newReport(opts, started, sum, err)); rerr != nil {
+		log.Error("cannot write the report", "err", rerr)
 	}
-	return nil
+	return err
 }
 
 func validate(opts *RunOptions) error {

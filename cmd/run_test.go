@@ -150,3 +150,34 @@ func TestProgressLines(t *testing.T) {
 		t.Errorf("exit %d; want periodic progress lines on a non-terminal; stderr:\n%s", code, stderr)
 	}
 }
+
+func TestRunReport(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"one"}`, `{"id":"b","prompt":"two"}`, `broken`)
+	dir := t.TempDir()
+	report, metrics := filepath.Join(dir, "r.json"), filepath.Join(dir, "m.prom")
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--report", report, "--metrics-file", metrics, in)
+	if code != exitFailedItems {
+		t.Fatalf("exit %d, want %d\n%s", code, exitFailedItems, stderr)
+	}
+	var r Report
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode != exitFailedItems || r.Items.Done != 2 || r.Items.Bad != 1 || r.Items.Read != 3 || r.Requests != 2 ||
+		r.Tokens.Prompt == 0 || r.Output == "" || r.WallSecs <= 0 {
+		t.Errorf("report = %s", b)
+	}
+	m, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`llmbatch_items{outcome="done"} 2`, `llmbatch_items{outcome="bad_line"} 1`, "llmbatch_exit_code 1", "# TYPE llmbatch_requests gauge"} {
+		if !strings.Contains(string(m), want) {
+			t.Errorf("metrics file lacks %q:\n%s", want, m)
+		}
+	}
+}
