@@ -10,7 +10,8 @@ import (
 type Backoff func(attempt int) time.Duration
 
 // FullJitter returns the "full jitter" backoff: a uniform random wait in
-// [0, min(max, base·2^(attempt-1))). A zero base gives no wait.
+// [0, min(max, base·2^(attempt-1))). A zero base or max gives no wait; an
+// attempt below 1 counts as 1, and a large one cannot overflow.
 func FullJitter(base, max time.Duration) Backoff {
 	return func(attempt int) time.Duration {
 		if base <= 0 || max <= 0 {

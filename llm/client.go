@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// MaxBodyBytes caps how much of a response body is read; a larger body is
-// treated as a broken answer.
+// MaxBodyBytes is the default cap on how much of a response body is read; a
+// larger body is treated as a broken answer.
 const MaxBodyBytes = 32 << 20
 
 // HTTPClient is the part of *http.Client the client uses.
@@ -27,16 +27,17 @@ type HTTPClient interface {
 // Config sets up a [Client]. Zero values take the documented defaults.
 type Config struct {
 	BaseURL        string        // e.g. https://api.deepseek.com/v1; required
-	APIKey         string        // sent as "Authorization: Bearer"; empty sends none
+	APIKey         string        // sent as "Authorization: Bearer", spaces trimmed; empty sends none
 	Timeout        time.Duration // one attempt, whole response body included; default 60s
 	ConnectTimeout time.Duration // TCP and TLS setup; default 10s
 	Concurrency    int           // sizes the keep-alive pool; default 4
 	MaxAttempts    int           // attempts per request, the first included; default 6
 	Backoff        Backoff       // wait before a retry with no server hint; default FullJitter(1s, 60s)
 	Limiter        *Limiter      // shared pacing; nil for none
-	HTTPClient     HTTPClient    // default: a tuned *http.Client
+	HTTPClient     HTTPClient    // default: a tuned *http.Client that keeps the key from other hosts on redirects
 	UserAgent      string        // default "llmbatch"
 	Logger         *slog.Logger  // retry decisions at debug level; default discards
+	MaxBodyBytes   int64         // a longer response body is refused as a broken answer; default MaxBodyBytes
 }
 
 // Client sends chat completion requests to one OpenAI-compatible endpoint,
@@ -55,6 +56,19 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("llm: base URL %q must be an http or https URL", Redact(cfg.BaseURL))
 	}
+	cfg = withDefaults(cfg)
+	// JoinPath keeps a query, such as Azure's ?api-version=, after the path.
+	c := &Client{cfg: cfg, endpoint: u.JoinPath("chat/completions").String(), http: cfg.HTTPClient, log: cfg.Logger}
+	if c.http == nil {
+		c.http = newHTTPClient(cfg)
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+func withDefaults(cfg Config) Config {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 60 * time.Second
 	}
@@ -73,19 +87,18 @@ func New(cfg Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "llmbatch"
 	}
-	c := &Client{cfg: cfg, endpoint: u.String() + "/chat/completions", http: cfg.HTTPClient, log: cfg.Logger}
-	if c.http == nil {
-		c.http = newHTTPClient(cfg)
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = MaxBodyBytes
 	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	return c, nil
+	// A key read from a file or a variable often ends in a newline, which
+	// would make every request fail as an invalid header.
+	cfg.APIKey = strings.TrimSpace(cfg.APIKey)
+	return cfg
 }
 
 func newHTTPClient(cfg Config) *http.Client {
 	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{CheckRedirect: checkRedirect, Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true,
@@ -95,6 +108,20 @@ func newHTTPClient(cfg Config) *http.Client {
 		TLSHandshakeTimeout:   cfg.ConnectTimeout,
 		ExpectContinueTimeout: time.Second,
 	}}
+}
+
+// checkRedirect keeps the key from any host but the one it was meant for.
+// net/http drops Authorization on a redirect to another host name, but not to
+// another port or scheme of the same host: http://host:8080, or plain http
+// after https, would receive the key.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 // Request is one chat completion call. Body is kept as bytes so that every
@@ -120,118 +147,175 @@ func (r *Response) Content() string { return TextContent(r.Chat.Choices[0].Messa
 // or runs out of attempts. It returns the number of attempts made with:
 //   - (resp, n, nil) on success;
 //   - (nil, n, *APIError) when the last attempt failed;
-//   - (nil, n, ctx.Err()) when ctx ended, or (nil, n, ErrStopped) when the
-//     limiter was closed before a retry could be sent.
+//   - (nil, n, ctx.Err()) when ctx ended;
+//   - (nil, n, err) with errors.Is(err, ErrStopped) when the limiter was
+//     closed before the next attempt could be sent; err also wraps the
+//     last attempt's *APIError, if there was one, so check ErrStopped first.
 //
 // Every attempt, retries included, waits for the limiter first. A 429 pauses
-// the whole limiter, not only this request.
+// the whole limiter, not only this request, even when it is not retried.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
-	var last error
-	for attempt := 1; ; attempt++ {
+	var last *APIError
+	for n := 1; ; n++ {
 		if err := c.cfg.Limiter.Wait(ctx, req.Tokens); err != nil {
-			if errors.Is(err, ErrStopped) && last != nil {
-				return nil, attempt - 1, fmt.Errorf("%w (last error: %v)", err, last)
-			}
-			return nil, attempt - 1, err
+			return nil, n - 1, stopped(err, last)
 		}
 		resp, err := c.attempt(ctx, req.Body)
 		if err == nil {
-			return resp, attempt, nil
+			return resp, n, nil
 		}
 		if ctx.Err() != nil {
-			return nil, attempt, ctx.Err()
+			return nil, n, ctx.Err()
 		}
-		last = err
-		var ae *APIError
-		if !errors.As(err, &ae) || !ae.Kind.Retryable() || attempt >= c.cfg.MaxAttempts {
-			return nil, attempt, err
+		if !errors.As(err, &last) || !last.Kind.Retryable() {
+			return nil, n, err
 		}
-		if err := c.wait(ctx, req, attempt, ae); err != nil {
-			return nil, attempt, err
+		d := c.delay(n, last)
+		if n >= c.cfg.MaxAttempts {
+			return nil, n, err
+		}
+		c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
+			"kind", last.Kind.String(), "delay", d, "hint", last.RetryAfter > 0)
+		if err := c.wait(ctx, d, last); err != nil {
+			return nil, n, stopped(err, last)
 		}
 	}
 }
 
-// wait sleeps before retry attempt+1: the server's hint when there is one
-// (never cut short), the backoff otherwise. A rate limit closes the shared
-// gate instead, so every worker waits.
-func (c *Client) wait(ctx context.Context, req *Request, attempt int, ae *APIError) error {
-	d, source := ae.RetryAfter, "header"
-	if d <= 0 {
-		d, source = c.cfg.Backoff(attempt), "backoff"
+// stopped adds the last attempt's error to ErrStopped, so that the reason
+// the request had not yet succeeded is not lost.
+func stopped(err error, last *APIError) error {
+	if last == nil || !errors.Is(err, ErrStopped) {
+		return err
 	}
-	c.log.Debug("retry", "request", req.Label, "attempt", attempt, "status", ae.Status,
-		"kind", ae.Kind.String(), "delay", d, "source", source)
-	if ae.Kind == RateLimited && c.cfg.Limiter != nil {
+	return fmt.Errorf("%w (last error: %w)", err, last)
+}
+
+// delay returns how long to wait before retrying after attempt n failed: the
+// server's hint when there is one (never cut short), the backoff otherwise.
+// A rate limit also closes the shared gate for that long, so every worker
+// waits, whether or not this request is retried.
+func (c *Client) delay(n int, ae *APIError) time.Duration {
+	d := ae.RetryAfter
+	if d <= 0 {
+		d = c.cfg.Backoff(n)
+	}
+	if ae.Kind == RateLimited {
 		c.cfg.Limiter.Pause(d)
-		return nil // the next Wait holds us at the gate
+	}
+	return d
+}
+
+// wait sleeps for d before a retry. After a rate limit the closed gate of
+// the limiter does the waiting, in the next Wait.
+func (c *Client) wait(ctx context.Context, d time.Duration, ae *APIError) error {
+	if ae.Kind == RateLimited && c.cfg.Limiter != nil {
+		return nil
 	}
 	return sleep(ctx, d, c.cfg.Limiter.Done())
 }
 
-// attempt makes one HTTP exchange under the per-attempt timeout.
+// attempt makes one HTTP exchange under the per-attempt timeout, which
+// covers reading the whole body.
 func (c *Client) attempt(ctx context.Context, body []byte) (*Response, error) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	res, err := c.http.Do(c.newRequest(actx, body))
 	if err != nil {
-		return nil, &APIError{Kind: BadRequest, Message: "cannot build request", Err: err}
+		return nil, c.scrub(transportError(ctx, actx, err))
 	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, c.cfg.MaxBodyBytes+1))
+	if err != nil {
+		return nil, c.scrub(transportError(ctx, actx, err))
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		// The status says what went wrong; an overlong body only loses its tail.
+		raw = raw[:min(int64(len(raw)), c.cfg.MaxBodyBytes)]
+		return nil, c.scrub(classify(res.StatusCode, res.Header, raw, time.Now()))
+	}
+	if int64(len(raw)) > c.cfg.MaxBodyBytes {
+		return nil, &APIError{Status: res.StatusCode, Kind: Transient,
+			Message: fmt.Sprintf("response body longer than %d bytes", c.cfg.MaxBodyBytes)}
+	}
+	resp, err := parseOK(res, raw)
+	if err != nil {
+		return nil, c.scrub(err)
+	}
+	return resp, nil
+}
+
+func (c *Client) newRequest(ctx context.Context, body []byte) *http.Request {
+	// The endpoint was checked by New and the method is fixed: this cannot fail.
+	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set("User-Agent", c.cfg.UserAgent)
 	if c.cfg.APIKey != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-	res, err := c.http.Do(hr)
-	if err != nil {
-		return nil, transportError(ctx, err)
+	return hr
+}
+
+// scrub removes the key from e, in case a server or proxy echoed it back
+// (some error pages quote the request's headers). Keys too short to be
+// secret, such as a local server's placeholder, are left alone.
+func (c *Client) scrub(err error) error {
+	e, ok := err.(*APIError)
+	key := c.cfg.APIKey
+	if !ok || len(key) < 8 {
+		return err
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, transportError(ctx, err)
+	e.Code = strings.ReplaceAll(e.Code, key, "[key]")
+	e.Message = strings.ReplaceAll(e.Message, key, "[key]")
+	if e.Err != nil && strings.Contains(e.Err.Error(), key) {
+		e.Err = errors.New(strings.ReplaceAll(e.Err.Error(), key, "[key]"))
 	}
-	if len(raw) > MaxBodyBytes {
-		return nil, &APIError{Status: res.StatusCode, Kind: Transient, Message: "response body larger than 32 MiB"}
-	}
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return nil, classify(res.StatusCode, res.Header, raw, time.Now())
-	}
-	return parseOK(res, raw)
+	return e
 }
 
 func parseOK(res *http.Response, raw []byte) (*Response, error) {
 	r := &Response{Raw: raw, Status: res.StatusCode, RequestID: res.Header.Get("x-request-id")}
 	if err := json.Unmarshal(raw, &r.Chat); err != nil {
 		msg := "response body is not JSON"
-		if len(bytes.TrimSpace(raw)) > 0 && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("<")) {
+		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("<")) {
 			msg = "response body is an HTML page, not JSON"
 		}
 		return nil, &APIError{Status: res.StatusCode, Kind: Transient, Message: msg}
 	}
 	if len(r.Chat.Choices) == 0 {
-		return nil, &APIError{Status: res.StatusCode, Kind: Transient, Message: "response has no choices"}
+		// Some gateways answer 200 with an error envelope; keep what it says.
+		e := &APIError{Status: res.StatusCode, Kind: Transient, Message: "response has no choices"}
+		if code, msg, ok := errorEnvelope(raw); ok && (code != "" || msg != "") {
+			e.Code, e.Message = code, strings.TrimSuffix(e.Message+": "+msg, ": ")
+		}
+		return nil, e
 	}
 	return r, nil
 }
 
-// transportError wraps a failed exchange. A timeout of the attempt (not of
-// the caller's ctx) is transient like a reset connection.
-func transportError(ctx context.Context, err error) error {
+// transportError wraps a failed exchange: ctx is the caller's, actx the
+// attempt's. A timeout of the attempt (not of ctx) is transient like a reset
+// connection; it is told by actx, since a body read cut short by the
+// deadline does not always say so. A certificate that cannot be verified is
+// not transient: every retry would fail alike.
+func transportError(ctx, actx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	msg := err.Error()
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		msg = ue.Err.Error() // the URL may hold credentials; the cause is what matters
-		err = ue.Err
+		err = ue.Err // the URL may hold credentials; the cause is what matters
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		msg = "attempt timed out"
+	e := &APIError{Kind: Transient, Message: err.Error(), Err: err}
+	switch {
+	case actx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		e.Message = "attempt timed out"
+	case certError(err):
+		e.Kind = Certificate
+		e.Message = "server certificate not trusted (check the base URL, or add its CA to SSL_CERT_FILE): " + err.Error()
 	}
-	return &APIError{Kind: Transient, Message: msg, Err: err}
+	return e
 }
 
 // Redact returns rawURL with any password or user info hidden.

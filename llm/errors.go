@@ -1,6 +1,10 @@
 package llm
 
 import (
+	"bytes"
+	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind says what the caller should do about a failed request.
@@ -17,9 +22,10 @@ const (
 	Transient   Kind = iota + 1 // 408, 409, 5xx, reset, timeout, truncated or unusable body: back off, retry
 	RateLimited                 // 429 (rate limit): pause every worker until the hint passes, then retry
 	BadRequest                  // 400, 404, 422: the item is at fault; record it, go on
-	TooLarge                    // 400/413 for size: split the group or give up on the item
+	TooLarge                    // 400/413 for size, 429 "request too large": split the group or give up on the item
 	Auth                        // 401, 403: stop the run (exit 3)
 	QuotaSpent                  // 402, 429 insufficient_quota and the like: stop the run (exit 3)
+	Certificate                 // the server's TLS certificate cannot be verified: stop the run (exit 3)
 )
 
 var kindNames = map[Kind]string{
@@ -29,6 +35,7 @@ var kindNames = map[Kind]string{
 	TooLarge:    "too_large",
 	Auth:        "auth",
 	QuotaSpent:  "quota_spent",
+	Certificate: "certificate",
 }
 
 // String returns the name used in the errors file, such as "bad_request".
@@ -42,8 +49,9 @@ func (k Kind) String() string {
 // Retryable reports whether a request that failed this way may be sent again.
 func (k Kind) Retryable() bool { return k == Transient || k == RateLimited }
 
-// StopsRun reports whether no further request can succeed (bad key, spent quota).
-func (k Kind) StopsRun() bool { return k == Auth || k == QuotaSpent }
+// StopsRun reports whether no further request can succeed (bad key, spent
+// quota, a server certificate that cannot be trusted).
+func (k Kind) StopsRun() bool { return k == Auth || k == QuotaSpent || k == Certificate }
 
 // An APIError is returned for every failed attempt: a non-2xx response, an
 // unusable 2xx body, or a transport failure (Status 0). It never holds the key
@@ -90,17 +98,24 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 		e.Message = http.StatusText(status)
 	}
 	e.Kind = kindOf(status, e.Code, e.Message)
-	e.RetryAfter = retryHint(h, body, now)
+	e.RetryAfter = retryHint(status, h, body, now)
 	return e
 }
 
+// kindOf decides what a non-2xx response means. A 429's code is trusted over
+// its message: "rate_limit_exceeded" is a rate limit even when the message
+// speaks of quotas, as per-minute limits often do.
 func kindOf(status int, code, msg string) Kind {
 	lower := strings.ToLower(code + " " + msg)
 	switch {
 	case status == 401 || status == 403:
 		return Auth
-	case status == 402 || quotaWords(lower):
+	case status == 402 || (quotaWords(lower) && !rateCode(code)):
 		return QuotaSpent
+	case status == 429 && strings.Contains(lower, "request too large"):
+		// OpenAI's "Request too large for gpt-4o ... on tokens per min":
+		// the request needs more than a minute's budget; no wait can help.
+		return TooLarge
 	case status == 429:
 		return RateLimited
 	case status == 413 || (status == 400 && tooLargeWords(lower)):
@@ -112,9 +127,15 @@ func kindOf(status int, code, msg string) Kind {
 	}
 }
 
+func rateCode(code string) bool {
+	c := strings.ToLower(code)
+	return strings.Contains(c, "rate_limit") || strings.Contains(c, "ratelimit")
+}
+
 func quotaWords(s string) bool {
 	for _, w := range []string{"insufficient_quota", "insufficient balance", "insufficient_balance",
-		"quota exceeded", "exceeded your current quota", "billing_hard_limit", "accountoverdue", "account is overdue"} {
+		"quota exceeded", "quotaexceeded", "exceeded your current quota", "billing_hard_limit",
+		"accountoverdue", "account is overdue"} {
 		if strings.Contains(s, w) {
 			return true
 		}
@@ -131,38 +152,111 @@ func tooLargeWords(s string) bool {
 	return false
 }
 
-// errorDetails reads the provider's code and message from an error body:
-// OpenAI's {"error":{...}}, or a flat {"code":..,"message":..}.
-func errorDetails(body []byte) (code, msg string) {
-	var eb ErrorBody
-	if json.Unmarshal(body, &eb) == nil && (eb.Error.Message != "" || len(eb.Error.Code) > 0) {
-		return rawString(eb.Error.Code, eb.Error.Type), eb.Error.Message
-	}
-	var flat struct {
-		Code    json.RawMessage `json:"code"`
-		Message string          `json:"message"`
-		Msg     string          `json:"msg"`
-	}
-	if json.Unmarshal(body, &flat) == nil && (flat.Message != "" || flat.Msg != "") {
-		return rawString(flat.Code, ""), flat.Message + flat.Msg
-	}
-	s := strings.TrimSpace(string(body))
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	if strings.HasPrefix(s, "<") {
-		s = "non-JSON error page"
-	}
-	return "", s
+// errorFields holds the fields error bodies use, raw so that a number where
+// a string was expected (vLLM's "code": 400) loses nothing.
+type errorFields struct {
+	Error   json.RawMessage `json:"error"`
+	Code    json.RawMessage `json:"code"`
+	Type    json.RawMessage `json:"type"`
+	Message json.RawMessage `json:"message"`
+	Msg     json.RawMessage `json:"msg"`
 }
 
-func rawString(raw json.RawMessage, fallback string) string {
+// errorDetails reads the provider's code and message from an error body:
+// OpenAI's {"error":{...}}, a bare {"error":"..."} (Ollama), a flat
+// {"code":..,"message":..} (vLLM), any of them as the first element of an
+// array (Gemini), or else the body itself, shortened.
+func errorDetails(body []byte) (code, msg string) {
+	var f errorFields
+	if !decodeObject(body, &f) {
+		return "", rawMessage(body)
+	}
+	if s := jsonText(f.Error); s != "" && f.Error[0] == '"' {
+		return jsonText(f.Code), s
+	}
+	if inner := (errorFields{}); decodeObject(f.Error, &inner) {
+		return fieldsText(inner)
+	}
+	if code, msg = fieldsText(f); code == "" && msg == "" {
+		return "", rawMessage(body)
+	}
+	return code, msg
+}
+
+func fieldsText(f errorFields) (code, msg string) {
+	return cmp.Or(jsonText(f.Code), jsonText(f.Type)), cmp.Or(jsonText(f.Message), jsonText(f.Msg))
+}
+
+// errorEnvelope reads the code and message of a body that has an "error"
+// field, such as a 2xx answer from a gateway that reports errors that way.
+func errorEnvelope(body []byte) (code, msg string, ok bool) {
+	var f errorFields
+	if !decodeObject(body, &f) || jsonText(f.Error) == "" {
+		return "", "", false
+	}
+	code, msg = errorDetails(body)
+	return code, msg, true
+}
+
+// decodeObject decodes b, a JSON object or an array whose first element is
+// one, into v, and reports whether it could.
+func decodeObject(b []byte, v *errorFields) bool {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(b, &list) != nil || len(list) == 0 {
+			return false
+		}
+		b = bytes.TrimSpace(list[0])
+	}
+	return len(b) > 0 && b[0] == '{' && json.Unmarshal(b, v) == nil
+}
+
+// jsonText returns a JSON string's value, "" for null or nothing, and the
+// JSON text of any other value (a numeric code, say).
+func jsonText(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
-		return fallback
+		return ""
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
 	return string(raw)
+}
+
+// rawMessage describes a body that is not a JSON error: an HTML page (a
+// proxy's or a gateway's) by that name, anything else by its first bytes.
+func rawMessage(body []byte) string {
+	s := strings.TrimSpace(string(body))
+	if strings.HasPrefix(s, "<") {
+		return "non-JSON error page"
+	}
+	return clip(s, 300)
+}
+
+// clip shortens s to at most n bytes without splitting a UTF-8 sequence,
+// marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// certError reports whether err says the server's certificate could not be
+// verified: an unknown authority, a wrong host name, an expired certificate.
+// Retrying cannot fix these, and going on would mean trusting the server.
+func certError(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid)
 }

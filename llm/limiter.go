@@ -44,22 +44,39 @@ func NewLimiter(rpm, tpm int) *Limiter {
 // Wait blocks until a request estimated at tokens tokens may be sent: the
 // gate is open, and a request and tokens are available. It returns
 // ctx.Err() when ctx ends and [ErrStopped] once Close has been called.
+//
+// A pause that begins while Wait is waiting for its share of the rates holds
+// it too: it waits for the gate again, then takes a fresh share, so the
+// requests held by a pause are spread out after it rather than all sent the
+// moment it ends.
 func (l *Limiter) Wait(ctx context.Context, tokens int) error {
 	if l == nil {
 		return ctx.Err()
 	}
-	if err := l.waitGate(ctx); err != nil {
-		return err
+	for {
+		if err := l.waitGate(ctx); err != nil {
+			return err
+		}
+		if err := l.take(ctx, l.rpm, 1); err != nil {
+			return err
+		}
+		if err := l.take(ctx, l.tpm, l.tokens(tokens)); err != nil {
+			return err
+		}
+		if l.pausedFor() <= 0 {
+			return nil
+		}
 	}
-	if err := l.take(ctx, l.rpm, 1); err != nil {
-		return err
+}
+
+// tokens clamps a request's tokens to what the token limit can ever grant:
+// a request bigger than a minute's budget can never fit, so it goes through
+// at the full budget rather than being refused forever.
+func (l *Limiter) tokens(n int) int {
+	if l.tpm == nil {
+		return 0
 	}
-	if l.tpm != nil {
-		// A request bigger than a minute's budget can never fit: let it
-		// through at the full budget rather than refuse it forever.
-		return l.take(ctx, l.tpm, min(max(tokens, 1), l.tpm.Burst()))
-	}
-	return nil
+	return min(max(n, 1), l.tpm.Burst())
 }
 
 // Pause closes the gate for every waiter until d from now (a 429's hint).
@@ -94,21 +111,18 @@ func (l *Limiter) Done() <-chan struct{} {
 
 func (l *Limiter) waitGate(ctx context.Context) error {
 	for {
-		l.mu.Lock()
-		d := l.pauseUntil.Sub(l.now())
-		l.mu.Unlock()
-		if d <= 0 {
-			select {
-			case <-l.closed:
-				return ErrStopped
-			default:
-				return nil
-			}
-		}
-		if err := sleep(ctx, d, l.closed); err != nil {
+		d := l.pausedFor()
+		if err := sleep(ctx, d, l.closed); err != nil || d <= 0 {
 			return err
 		}
 	}
+}
+
+// pausedFor returns how much of the pause is left.
+func (l *Limiter) pausedFor() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pauseUntil.Sub(l.now())
 }
 
 func (l *Limiter) take(ctx context.Context, lim *rate.Limiter, n int) error {
@@ -120,7 +134,7 @@ func (l *Limiter) take(ctx context.Context, lim *rate.Limiter, n int) error {
 		return ErrStopped // cannot happen: n is clamped to the burst
 	}
 	if err := sleep(ctx, r.DelayFrom(l.now()), l.closed); err != nil {
-		r.Cancel()
+		r.CancelAt(l.now())
 		return err
 	}
 	return nil

@@ -1,6 +1,9 @@
 package llm
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Message is one chat message of the OpenAI chat completions wire format.
 // Content is kept raw so that multi-part content (arrays of parts) passes
@@ -17,7 +20,8 @@ func TextMessage(role, s string) Message {
 }
 
 // TextContent returns the text of a message's content: the string itself, or
-// the text parts of a multi-part content joined by newlines.
+// the text parts of a multi-part content joined by newlines. Anything else
+// (null, a number) reads as "".
 func TextContent(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -30,14 +34,13 @@ func TextContent(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &parts) != nil {
 		return ""
 	}
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += "\n"
+	var texts []string
+	for _, p := range parts {
+		if p.Text != "" { // an image or audio part has no text, and adds no blank line
+			texts = append(texts, p.Text)
 		}
-		out += p.Text
 	}
-	return out
+	return strings.Join(texts, "\n")
 }
 
 // ChatRequest is the body of POST /chat/completions. Fields the client does

@@ -1,0 +1,106 @@
+package llm
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestRetryHint(t *testing.T) {
+	// The server's clock is years away from the local one, so a hint read
+	// against the wrong clock comes out negative (ignored) or absurd.
+	server := time.Date(2021, 3, 4, 5, 6, 7, 0, time.UTC)
+	date := server.Format(http.TimeFormat)
+	now := time.Now()
+	unix := func(d time.Duration) string { return strconv.FormatInt(server.Add(d).Unix(), 10) }
+	unixMs := func(d time.Duration) string { return strconv.FormatInt(server.Add(d).UnixMilli(), 10) }
+	shanghai := time.FixedZone("CST", 8*3600)
+
+	tests := []struct {
+		name   string
+		status int // 0 means 429
+		header map[string]string
+		body   string
+		want   time.Duration
+	}{
+		{"nothing", 0, nil, "", 0},
+		{"retry-after-ms", 0, map[string]string{"retry-after-ms": "1500"}, "", 1500 * time.Millisecond},
+		{"retry-after-ms fractional", 0, map[string]string{"retry-after-ms": "12.5"}, "", 12500 * time.Microsecond},
+		{"retry-after-ms invalid falls through", 0, map[string]string{"retry-after-ms": "soon", "Retry-After": "2"}, "", 2 * time.Second},
+		{"retry-after-ms negative ignored", 0, map[string]string{"retry-after-ms": "-5"}, "", 0},
+		{"retry-after-ms NaN ignored", 0, map[string]string{"retry-after-ms": "NaN"}, "", 0},
+		{"Retry-After seconds", 0, map[string]string{"Retry-After": "3"}, "", 3 * time.Second},
+		{"Retry-After fractional", 0, map[string]string{"Retry-After": "1.5"}, "", 1500 * time.Millisecond},
+		{"Retry-After negative ignored", 0, map[string]string{"Retry-After": "-1"}, "", 0},
+		{"Retry-After zero ignored", 0, map[string]string{"Retry-After": "0"}, "", 0},
+		{"Retry-After absurd ignored", 0, map[string]string{"Retry-After": "1e30"}, "", 0},
+		{"Retry-After infinite ignored", 0, map[string]string{"Retry-After": "+Inf"}, "", 0},
+		{"Retry-After date against the Date header", 0,
+			map[string]string{"Date": date, "Retry-After": server.Add(30 * time.Second).Format(http.TimeFormat)}, "", 30 * time.Second},
+		{"Retry-After date in the past ignored", 0,
+			map[string]string{"Date": date, "Retry-After": server.Add(-30 * time.Second).Format(http.TimeFormat)}, "", 0},
+		{"Retry-After garbage", 0, map[string]string{"Retry-After": "later, please"}, "", 0},
+		{"reset-requests 1s", 0, map[string]string{"x-ratelimit-reset-requests": "1s"}, "", time.Second},
+		{"reset-requests 6m0s", 0, map[string]string{"x-ratelimit-reset-requests": "6m0s"}, "", 6 * time.Minute},
+		{"reset-tokens 20ms", 0, map[string]string{"x-ratelimit-reset-tokens": "20ms"}, "", 20 * time.Millisecond},
+		{"reset plain seconds", 0, map[string]string{"x-ratelimit-reset": "5"}, "", 5 * time.Second},
+		{"reset Unix seconds", 0, map[string]string{"Date": date, "x-ratelimit-reset-requests": unix(12 * time.Second)}, "", 12 * time.Second},
+		{"reset Unix milliseconds", 0, map[string]string{"Date": date, "x-ratelimit-reset-requests": unixMs(1500 * time.Millisecond)}, "", 1500 * time.Millisecond},
+		{"reset RFC 3339 with a zone", 0,
+			map[string]string{"Date": date, "x-ratelimit-reset-tokens": server.Add(45 * time.Second).In(shanghai).Format(time.RFC3339)}, "", 45 * time.Second},
+		{"reset Unix seconds in the past ignored", 0, map[string]string{"Date": date, "x-ratelimit-reset": unix(-time.Minute)}, "", 0},
+		{"reset negative ignored", 0, map[string]string{"x-ratelimit-reset-requests": "-1s"}, "", 0},
+		{"reset between seconds and timestamps ignored", 0, map[string]string{"x-ratelimit-reset-requests": "500000000"}, "", 0},
+		{"reset garbage", 0, map[string]string{"x-ratelimit-reset-requests": "soon"}, "", 0},
+		{"larger of requests and tokens", 0,
+			map[string]string{"x-ratelimit-reset-requests": "1s", "x-ratelimit-reset-tokens": "6m0s"}, "", 6 * time.Minute},
+		{"reset of the bucket that ran dry", 0,
+			map[string]string{"x-ratelimit-reset-requests": "6m0s", "x-ratelimit-remaining-requests": "10",
+				"x-ratelimit-reset-tokens": "20ms", "x-ratelimit-remaining-tokens": "0"}, "", 20 * time.Millisecond},
+		{"reset ignored on a 500", 500, map[string]string{"x-ratelimit-reset-tokens": "6m0s"}, "", 0},
+		{"Retry-After honoured on a 503", 503, map[string]string{"Retry-After": "4"}, "", 4 * time.Second},
+		{"body data.retry_after_seconds (Doubao)", 0, nil,
+			`{"error":{"code":"RateLimitExceeded","message":"slow down"},"data":{"retry_after_seconds":3}}`, 3 * time.Second},
+		{"body error.retry_after_seconds", 0, nil, `{"error":{"message":"slow down","retry_after_seconds":2.5}}`, 2500 * time.Millisecond},
+		{"body retry_after_seconds", 0, nil, `{"retry_after_seconds":7}`, 7 * time.Second},
+		{"body retry_after", 0, nil, `{"retry_after":4}`, 4 * time.Second},
+		{"body number as a string", 0, nil, `{"data":{"retry_after_seconds":"6"}}`, 6 * time.Second},
+		{"body with error as a string", 0, nil, `{"error":"slow down","retry_after":2}`, 2 * time.Second},
+		{"body after white space", 0, nil, "\n  {\"retry_after\":1}", time.Second},
+		{"body negative ignored", 0, nil, `{"retry_after":-3}`, 0},
+		{"body garbage", 0, nil, `{"retry_after":"soon"}`, 0},
+		{"body not JSON", 0, nil, "<html>busy</html>", 0},
+		{"body array", 0, nil, `[{"retry_after":1}]`, 0},
+		{"retry-after-ms beats Retry-After", 0, map[string]string{"retry-after-ms": "250", "Retry-After": "9"}, "", 250 * time.Millisecond},
+		{"Retry-After beats reset", 0, map[string]string{"Retry-After": "9", "x-ratelimit-reset-requests": "1s"}, "", 9 * time.Second},
+		{"reset beats body", 0, map[string]string{"x-ratelimit-reset-requests": "1s"}, `{"retry_after":9}`, time.Second},
+		{"body when headers are unusable", 0, map[string]string{"retry-after-ms": "x", "Retry-After": "-2", "x-ratelimit-reset": "y"},
+			`{"retry_after":9}`, 9 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := tt.status
+			if status == 0 {
+				status = http.StatusTooManyRequests
+			}
+			h := http.Header{}
+			for k, v := range tt.header {
+				h.Set(k, v)
+			}
+			if got := retryHint(status, h, []byte(tt.body), now); got != tt.want {
+				t.Errorf("retryHint(%d, %v, %q) = %v, want %v", status, h, tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRetryHintLocalClock checks that without a Date header an HTTP-date is
+// measured against the local time of arrival.
+func TestRetryHintLocalClock(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := http.Header{"Retry-After": {now.Add(20 * time.Second).Format(http.TimeFormat)}}
+	if got := retryHint(429, h, nil, now); got != 20*time.Second {
+		t.Errorf("retryHint(429, %v, nil, %v) = %v, want 20s", h, now, got)
+	}
+}
