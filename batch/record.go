@@ -16,6 +16,7 @@ import (
 // Item is one unit of work read from the input.
 type Item struct {
 	ID     string // the user's id (custom_id for OpenAI Batch lines)
+	Model  string // the model the request names; each model is paced on its own
 	Line   int    // 1-based input line
 	Body   []byte // the request body, ready to send
 	Tokens int    // estimated prompt tokens plus max_tokens, for the token limit
@@ -139,7 +140,7 @@ func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	it := &Item{Body: out, Tokens: estimate(msgs, body["max_tokens"])}
+	it := &Item{Body: out, Model: model, Tokens: estimate(msgs, body["max_tokens"])}
 	if !conversation {
 		it.Prompt, it.Group = llm.TextContent(msgs[len(msgs)-1].Content), groupKey(body, system)
 	}
@@ -215,17 +216,20 @@ func (s *recordShaper) shapeBatch(rec map[string]json.RawMessage, rawBody json.R
 	if err := json.Unmarshal(body["messages"], &msgs); err != nil || len(msgs) == 0 {
 		return nil, id, fmt.Errorf("%w: body.messages must be a non-empty array", ErrNoPrompt)
 	}
-	if _, ok := body["model"]; !ok {
-		if s.model == "" {
-			return nil, id, ErrNoModel
+	model := s.model
+	if raw, ok := body["model"]; ok {
+		if json.Unmarshal(raw, &model) != nil {
+			return nil, id, fmt.Errorf("%w: body.model must be a string", ErrNoPrompt)
 		}
-		body["model"], _ = json.Marshal(s.model)
+	} else if model == "" {
+		return nil, id, ErrNoModel
 	}
+	body["model"], _ = json.Marshal(model)
 	out, err := json.Marshal(body)
 	if err != nil {
 		return nil, id, err
 	}
-	return &Item{ID: id, Body: out, Tokens: estimate(msgs, body["max_tokens"]), Batch: true}, id, nil
+	return &Item{ID: id, Model: model, Body: out, Tokens: estimate(msgs, body["max_tokens"]), Batch: true}, id, nil
 }
 
 func estimate(msgs []llm.Message, maxTokens json.RawMessage) int {

@@ -118,7 +118,7 @@ func (r *run) send(ctx context.Context, it *Item) (outcome, bool) {
 	if it.rejected != nil {
 		return outcome{item: it, bad: it.rejected}, true
 	}
-	resp, n, err := r.cfg.Client.Do(ctx, &llm.Request{Body: it.Body, Tokens: it.Tokens, Label: it.ID})
+	resp, n, err := r.cfg.Client.Do(ctx, &llm.Request{Model: it.Model, Body: it.Body, Tokens: it.Tokens, Label: it.ID})
 	if err == nil {
 		return outcome{item: it, resp: resp, attempts: n}, true
 	}

@@ -48,6 +48,9 @@ type RunOptions struct {
 	MaxTokens   *int
 	Temperature *float64
 
+	Adapt      bool          // learn the server's limits from 429s and rate-limit headers
+	BreakAfter time.Duration // stop when every attempt has failed for this long
+
 	RetryFailed bool
 	Report      string        // write the run summary as JSON here
 	MetricsFile string        // write the run summary in the Prometheus text format here
@@ -124,8 +127,10 @@ The API key is read from the environment, never from a flag:
 	fl.StringVar(&opts.Model, "model", "", "model id (records may name their own)")
 	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
-	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute, 0 for no limit")
-	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute (estimated prompt tokens plus max_tokens), 0 for no limit")
+	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly 3% under it; 0 for none known")
+	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model (estimated prompt tokens plus max_tokens); 0 for none known")
+	fl.BoolVar(&opts.Adapt, "adapt", true, "learn the server's real limits from 429s and x-ratelimit headers (--adapt=false to pace exactly at --rpm/--tpm)")
+	fl.DurationVar(&opts.BreakAfter, "break-after", 2*time.Minute, "stop (exit 3) when every attempt has failed for this long; 0 never")
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 6, "attempts per request, the first included")
 	fl.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
 	fl.DurationVar(&opts.MaxDelay, "max-delay", time.Minute, "backoff cap (a server's Retry-After is always honoured in full)")
@@ -168,7 +173,8 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	defer closeEP()
 
-	lim := llm.NewLimiter(opts.RPM, opts.TPM)
+	lim := llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
+		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log})
 	client, err := llm.New(llm.Config{
 		BaseURL: ep.baseURL, APIKey: ep.key, Timeout: opts.Timeout, Concurrency: opts.Concurrency,
 		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),

@@ -127,6 +127,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 // Request is one chat completion call. Body is kept as bytes so that every
 // attempt sends the same thing.
 type Request struct {
+	Model  string // the model named in Body, so that each model is paced on its own
 	Body   []byte // the JSON body of POST /chat/completions
 	Tokens int    // estimated tokens (prompt plus max_tokens), for the token limit
 	Label  string // names the request in logs (an item or group id)
@@ -138,6 +139,7 @@ type Response struct {
 	Raw       []byte       // the body as received
 	RequestID string       // x-request-id, when the server sent one
 	Status    int          // the HTTP status, 2xx
+	Header    http.Header  // the response's header
 }
 
 // Content returns the text of the first choice.
@@ -157,10 +159,12 @@ func (r *Response) Content() string { return TextContent(r.Chat.Choices[0].Messa
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 	var last *APIError
 	for n := 1; ; n++ {
-		if err := c.cfg.Limiter.Wait(ctx, req.Tokens); err != nil {
+		p, err := c.cfg.Limiter.acquire(ctx, req.Model, req.Tokens)
+		if err != nil {
 			return nil, n - 1, stopped(err, last)
 		}
 		resp, err := c.attempt(ctx, req.Body)
+		c.report(p, resp, err)
 		if err == nil {
 			return resp, n, nil
 		}
@@ -171,6 +175,9 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 			return nil, n, err
 		}
 		d := c.delay(n, last)
+		if last.Kind == RateLimited && c.cfg.Limiter != nil {
+			c.cfg.Limiter.lane(req.Model).pause(d) // every worker of this model waits
+		}
 		if n >= c.cfg.MaxAttempts {
 			return nil, n, err
 		}
@@ -179,6 +186,19 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if err := c.wait(ctx, d, last); err != nil {
 			return nil, n, stopped(err, last)
 		}
+	}
+}
+
+// report tells the limiter how an attempt went.
+func (c *Client) report(p *permit, resp *Response, err error) {
+	var ae *APIError
+	switch {
+	case err == nil:
+		p.done(resp.Header, nil)
+	case errors.As(err, &ae):
+		p.done(ae.header, ae)
+	default: // the caller's context ended: say nothing of the server
+		p.release()
 	}
 }
 
@@ -193,15 +213,10 @@ func stopped(err error, last *APIError) error {
 
 // delay returns how long to wait before retrying after attempt n failed: the
 // server's hint when there is one (never cut short), the backoff otherwise.
-// A rate limit also closes the shared gate for that long, so every worker
-// waits, whether or not this request is retried.
 func (c *Client) delay(n int, ae *APIError) time.Duration {
 	d := ae.RetryAfter
 	if d <= 0 {
 		d = c.cfg.Backoff(n)
-	}
-	if ae.Kind == RateLimited {
-		c.cfg.Limiter.Pause(d)
 	}
 	return d
 }
@@ -232,7 +247,9 @@ func (c *Client) attempt(ctx context.Context, body []byte) (*Response, error) {
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		// The status says what went wrong; an overlong body only loses its tail.
 		raw = raw[:min(int64(len(raw)), c.cfg.MaxBodyBytes)]
-		return nil, c.scrub(classify(res.StatusCode, res.Header, raw, time.Now()))
+		ae := classify(res.StatusCode, res.Header, raw, time.Now())
+		ae.header = res.Header
+		return nil, c.scrub(ae)
 	}
 	if int64(len(raw)) > c.cfg.MaxBodyBytes {
 		return nil, &APIError{Status: res.StatusCode, Kind: Transient,
@@ -275,7 +292,7 @@ func (c *Client) scrub(err error) error {
 }
 
 func parseOK(res *http.Response, raw []byte) (*Response, error) {
-	r := &Response{Raw: raw, Status: res.StatusCode, RequestID: res.Header.Get("x-request-id")}
+	r := &Response{Raw: raw, Status: res.StatusCode, RequestID: res.Header.Get("x-request-id"), Header: res.Header}
 	if err := json.Unmarshal(raw, &r.Chat); err != nil {
 		msg := "response body is not JSON"
 		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("<")) {

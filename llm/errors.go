@@ -26,6 +26,7 @@ const (
 	Auth                        // 401, 403: stop the run (exit 3)
 	QuotaSpent                  // 402, 429 insufficient_quota and the like: stop the run (exit 3)
 	Certificate                 // the server's TLS certificate cannot be verified: stop the run (exit 3)
+	Unavailable                 // every attempt has failed transiently for too long: stop the run (exit 3)
 )
 
 var kindNames = map[Kind]string{
@@ -36,6 +37,7 @@ var kindNames = map[Kind]string{
 	Auth:        "auth",
 	QuotaSpent:  "quota_spent",
 	Certificate: "certificate",
+	Unavailable: "unavailable",
 }
 
 // String returns the name used in the errors file, such as "bad_request".
@@ -51,7 +53,9 @@ func (k Kind) Retryable() bool { return k == Transient || k == RateLimited }
 
 // StopsRun reports whether no further request can succeed (bad key, spent
 // quota, a server certificate that cannot be trusted).
-func (k Kind) StopsRun() bool { return k == Auth || k == QuotaSpent || k == Certificate }
+func (k Kind) StopsRun() bool {
+	return k == Auth || k == QuotaSpent || k == Certificate || k == Unavailable
+}
 
 // An APIError is returned for every failed attempt: a non-2xx response, an
 // unusable 2xx body, or a transport failure (Status 0). It never holds the key
@@ -63,6 +67,9 @@ type APIError struct {
 	Message    string        // provider's message, or what went wrong
 	RetryAfter time.Duration // the server's hint; 0 when it gave none
 	Err        error         // the transport cause, if any
+
+	header     http.Header // the response's header, for the limiter; nil when none arrived
+	tokenLimit bool        // a 429 about tokens rather than requests
 }
 
 func (e *APIError) Error() string {
@@ -99,7 +106,21 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 	}
 	e.Kind = kindOf(status, e.Code, e.Message)
 	e.RetryAfter = retryHint(status, h, body, now)
+	e.tokenLimit = e.Kind == RateLimited && tokenLimited(h, body)
 	return e
+}
+
+// tokenLimited tells a 429 for tokens from one for requests: by the
+// remaining-tokens header when the server sends it, else by the words of
+// the error ("tokens per min", OpenAI's "type":"tokens").
+func tokenLimited(h http.Header, body []byte) bool {
+	if r, ok := headerInt(h, "x-ratelimit-remaining-tokens"); ok {
+		if rr, ok := headerInt(h, "x-ratelimit-remaining-requests"); !ok || rr > 0 {
+			return r <= 0
+		}
+	}
+	lower := strings.ToLower(string(body[:min(len(body), 2000)]))
+	return strings.Contains(lower, `"tokens"`) || strings.Contains(lower, "tokens per min") || strings.Contains(lower, "tpm")
 }
 
 // kindOf decides what a non-2xx response means. A 429's code is trusted over

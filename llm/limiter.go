@@ -2,95 +2,82 @@ package llm
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
-// Limiter paces the requests of a whole run: requests per minute, tokens per
-// minute, and a gate that a 429 closes for every worker until its hint has
-// passed. Limiter is safe for simultaneous use by multiple goroutines.
-//
-// A nil *Limiter imposes no limit and is never closed.
-type Limiter struct {
-	rpm *rate.Limiter // nil: no request limit
-	tpm *rate.Limiter // nil: no token limit
+// LimiterConfig sets up a [Limiter]. The zero value imposes no limit and
+// learns nothing.
+type LimiterConfig struct {
+	RPM         int           // requests per minute, per model; 0: unknown (no limit until one is learned)
+	TPM         int           // estimated tokens per minute, per model; 0: unknown
+	Concurrency int           // requests in flight per model at most; 0: no limit here (the caller bounds it)
+	Adapt       bool          // learn lower limits from 429s and x-ratelimit-remaining-* headers, and probe upwards while requests succeed
+	Margin      float64       // fraction of a configured RPM/TPM kept in reserve, so a window-counting server never sees one request too many; 0..0.5
+	BreakAfter  time.Duration // stop the run when every attempt has failed transiently for this long; 0: never
+	Logger      *slog.Logger  // each change of an effective limit at info level; default discards
+}
 
-	mu         sync.Mutex
-	pauseUntil time.Time
+// Limiter paces the requests of a whole run, separately for each model
+// (providers limit models separately): requests per minute, tokens per
+// minute, requests in flight, and a gate that a 429 closes for every worker
+// of that model until its hint has passed. With Adapt, it lowers a limit on
+// a 429 (to what actually got through) and raises it slowly while requests
+// succeed, so it finds a limit nobody told it.
+//
+// Limiter is safe for simultaneous use by multiple goroutines. A nil
+// *Limiter imposes no limit and is never closed.
+type Limiter struct {
+	cfg LimiterConfig
+	log *slog.Logger
+	now func() time.Time
+
+	mu           sync.Mutex
+	lanes        map[string]*lane
+	failingSince time.Time // first transient failure since the last success; zero when the last attempt succeeded
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	now       func() time.Time
 }
 
 // NewLimiter returns a limiter allowing rpm requests and tpm tokens per
-// minute; 0 means no limit of that kind. Requests are spread evenly (a burst
-// of about one second's worth) so a server counting in windows sees no spike.
+// minute for each model, 0 meaning no limit of that kind, and learning
+// nothing. Requests are spread evenly, one at a time, so a server counting in
+// windows sees no spike.
 func NewLimiter(rpm, tpm int) *Limiter {
-	l := &Limiter{closed: make(chan struct{}), now: time.Now}
-	if rpm > 0 {
-		l.rpm = rate.NewLimiter(rate.Limit(float64(rpm)/60), max(1, rpm/60))
-	}
-	if tpm > 0 {
-		// A whole minute's tokens as burst: one request may need many tokens,
-		// and windows on the server side are a minute long.
-		l.tpm = rate.NewLimiter(rate.Limit(float64(tpm)/60), tpm)
+	return NewLimiterConfig(LimiterConfig{RPM: rpm, TPM: tpm})
+}
+
+// NewLimiterConfig returns a limiter set up by cfg.
+func NewLimiterConfig(cfg LimiterConfig) *Limiter {
+	cfg.Margin = min(max(cfg.Margin, 0), 0.5)
+	l := &Limiter{cfg: cfg, log: cfg.Logger, now: time.Now, lanes: map[string]*lane{}, closed: make(chan struct{})}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
 	}
 	return l
 }
 
-// Wait blocks until a request estimated at tokens tokens may be sent: the
-// gate is open, and a request and tokens are available. It returns
-// ctx.Err() when ctx ends and [ErrStopped] once Close has been called.
-//
-// A pause that begins while Wait is waiting for its share of the rates holds
-// it too: it waits for the gate again, then takes a fresh share, so the
-// requests held by a pause are spread out after it rather than all sent the
-// moment it ends.
+// Wait blocks until a request of the default model, estimated at tokens
+// tokens, may be sent. It returns ctx.Err() when ctx ends and [ErrStopped]
+// once Close has been called. The client uses the per-model form
+// internally; Wait is for callers that pace something else.
 func (l *Limiter) Wait(ctx context.Context, tokens int) error {
-	if l == nil {
-		return ctx.Err()
+	p, err := l.acquire(ctx, "", tokens)
+	if err == nil {
+		p.release()
 	}
-	for {
-		if err := l.waitGate(ctx); err != nil {
-			return err
-		}
-		if err := l.take(ctx, l.rpm, 1); err != nil {
-			return err
-		}
-		if err := l.take(ctx, l.tpm, l.tokens(tokens)); err != nil {
-			return err
-		}
-		if l.pausedFor() <= 0 {
-			return nil
-		}
-	}
+	return err
 }
 
-// tokens clamps a request's tokens to what the token limit can ever grant:
-// a request bigger than a minute's budget can never fit, so it goes through
-// at the full budget rather than being refused forever.
-func (l *Limiter) tokens(n int) int {
-	if l.tpm == nil {
-		return 0
-	}
-	return min(max(n, 1), l.tpm.Burst())
-}
-
-// Pause closes the gate for every waiter until d from now (a 429's hint).
-// A shorter pause never shortens a longer one already set.
+// Pause closes the gate of the default model for every waiter until d from
+// now. A shorter pause never shortens a longer one already set.
 func (l *Limiter) Pause(d time.Duration) {
-	if l == nil || d <= 0 {
-		return
+	if l != nil {
+		l.lane("").pause(d)
 	}
-	until := l.now().Add(d)
-	l.mu.Lock()
-	if until.After(l.pauseUntil) {
-		l.pauseUntil = until
-	}
-	l.mu.Unlock()
 }
 
 // Close makes every present and future Wait return [ErrStopped]. Requests
@@ -109,35 +96,121 @@ func (l *Limiter) Done() <-chan struct{} {
 	return l.closed
 }
 
-func (l *Limiter) waitGate(ctx context.Context) error {
-	for {
-		d := l.pausedFor()
-		if err := sleep(ctx, d, l.closed); err != nil || d <= 0 {
-			return err
-		}
+// Effective returns the request and token limits per minute in force for
+// model now (0: none), for reports.
+func (l *Limiter) Effective(model string) (rpm, tpm float64) {
+	if l == nil {
+		return 0, 0
 	}
+	return l.lane(model).effective()
 }
 
-// pausedFor returns how much of the pause is left.
-func (l *Limiter) pausedFor() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pauseUntil.Sub(l.now())
-}
-
-func (l *Limiter) take(ctx context.Context, lim *rate.Limiter, n int) error {
-	if lim == nil {
+// Models returns the models the limiter has seen.
+func (l *Limiter) Models() []string {
+	if l == nil {
 		return nil
 	}
-	r := lim.ReserveN(l.now(), n)
-	if !r.OK() {
-		return ErrStopped // cannot happen: n is clamped to the burst
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ms := make([]string, 0, len(l.lanes))
+	for m := range l.lanes {
+		ms = append(ms, m)
 	}
-	if err := sleep(ctx, r.DelayFrom(l.now()), l.closed); err != nil {
-		r.CancelAt(l.now())
-		return err
+	return ms
+}
+
+func (l *Limiter) lane(model string) *lane {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln, ok := l.lanes[model]
+	if !ok {
+		ln = newLane(l, model)
+		l.lanes[model] = ln
 	}
-	return nil
+	return ln
+}
+
+// acquire waits until a request for model may be sent and returns the
+// permit to report its outcome with. A nil Limiter gives a nil permit, whose
+// methods do nothing.
+func (l *Limiter) acquire(ctx context.Context, model string, tokens int) (*permit, error) {
+	if l == nil {
+		return nil, ctx.Err()
+	}
+	if err := l.broken(); err != nil {
+		return nil, err
+	}
+	return l.lane(model).acquire(ctx, tokens)
+}
+
+// broken returns an *APIError of kind Unavailable when every attempt has
+// failed transiently for longer than BreakAfter.
+func (l *Limiter) broken() error {
+	if l.cfg.BreakAfter <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	since := l.failingSince
+	l.mu.Unlock()
+	if since.IsZero() || l.now().Sub(since) < l.cfg.BreakAfter {
+		return nil
+	}
+	return &APIError{Kind: Unavailable, Message: "every attempt has failed for " +
+		l.now().Sub(since).Round(time.Second).String() + " (the server seems down)"}
+}
+
+// health records whether an attempt got an answer of the server's own:
+// a success, or a failure that was not transient.
+func (l *Limiter) health(ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case ok:
+		l.failingSince = time.Time{}
+	case l.failingSince.IsZero():
+		l.failingSince = l.now()
+	}
+}
+
+// permit is one request's place in its lane, from acquire to done.
+type permit struct {
+	ln     *lane
+	gen    int // the lane's generation when sent: one decrease per round of requests
+	tokens int
+	slot   bool // holds a concurrency slot
+}
+
+// release gives back the concurrency slot without reporting an outcome.
+func (p *permit) release() {
+	if p != nil && p.slot {
+		p.slot = false
+		p.ln.releaseSlot()
+	}
+}
+
+// done reports the outcome of the attempt: err is nil on success. h is the
+// response's header, nil when no response arrived.
+func (p *permit) done(h http.Header, err *APIError) {
+	if p == nil {
+		return
+	}
+	p.release()
+	l := p.ln.l
+	switch {
+	case err == nil:
+		l.health(true)
+		p.ln.succeeded(p)
+	case err.Kind == RateLimited:
+		l.health(true)
+		p.ln.rateLimited(p, err)
+	case err.Kind == Transient:
+		l.health(false)
+	default:
+		l.health(true)
+	}
+	if h != nil {
+		p.ln.remaining(h, p.tokens)
+	}
 }
 
 // sleep waits for d, or returns ctx.Err() or ErrStopped if ctx ends or stop

@@ -22,7 +22,7 @@ func TestLimiterRPM(t *testing.T) {
 		wantLast time.Duration // when the nth Wait returns
 		wantGap  time.Duration // between Waits once the burst is spent
 	}{
-		{"600 rpm: burst of 10, then 10 a second", 600, 100, 9 * time.Second, 100 * time.Millisecond},
+		{"600 rpm: evenly, 10 a second", 600, 100, 9900 * time.Millisecond, 100 * time.Millisecond},
 		{"60 rpm: one a second", 60, 5, 4 * time.Second, time.Second},
 		{"30 rpm: one every 2s", 30, 4, 6 * time.Second, 2 * time.Second},
 	}
@@ -37,7 +37,7 @@ func TestLimiterRPM(t *testing.T) {
 						t.Fatalf("Wait #%d = %v, want nil", i+1, err)
 					}
 					at := time.Since(start)
-					if burst := max(1, tt.rpm/60); i >= burst && !near(at-prev, tt.wantGap) {
+					if i >= 1 && !near(at-prev, tt.wantGap) {
 						t.Errorf("Wait #%d returned %v after #%d, want %v", i+1, at-prev, i, tt.wantGap)
 					}
 					prev = at
@@ -57,12 +57,14 @@ func TestLimiterTPM(t *testing.T) {
 		tokens []int
 		want   []time.Duration // when each Wait returns
 	}{
-		{"a minute's budget at once, then its rate", 6000, []int{3000, 3000, 3000, 3000},
-			[]time.Duration{0, 0, 30 * time.Second, 60 * time.Second}},
-		{"a request over the budget goes through at the full budget", 6000, []int{10000, 10000},
-			[]time.Duration{0, 60 * time.Second}},
-		{"zero tokens count as one", 60, []int{0, 60, 0},
+		{"a big request goes at once, the next when its debt is paid", 6000, []int{3000, 3000, 3000, 3000},
+			[]time.Duration{0, 30 * time.Second, 60 * time.Second, 90 * time.Second}},
+		{"a request over a minute's budget too", 6000, []int{10000, 10000, 100},
+			[]time.Duration{0, 100 * time.Second, 200 * time.Second}},
+		{"small requests at the rate", 6000, []int{100, 100, 100},
 			[]time.Duration{0, time.Second, 2 * time.Second}},
+		{"zero tokens take none", 60, []int{1, 0, 1},
+			[]time.Duration{0, 0, time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,112 @@
+package llm_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmbatch/llmbatch/llm"
+	"github.com/llmbatch/llmbatch/llm/mock"
+)
+
+// handlerClient serves requests with an http.Handler in memory, so a whole
+// run can play under synctest's fake clock.
+type handlerClient struct {
+	h         http.Handler
+	noHeaders bool // strip x-ratelimit-* and retry-after-ms: a server that says little
+}
+
+func (c handlerClient) Do(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, r)
+	res := rec.Result()
+	if c.noHeaders {
+		for k := range res.Header {
+			if strings.HasPrefix(strings.ToLower(k), "x-ratelimit") || strings.EqualFold(k, "retry-after-ms") {
+				res.Header.Del(k)
+			}
+		}
+	}
+	return res, nil
+}
+
+type scenario struct {
+	name        string
+	serverRPM   int // per second-long window, scaled: 20 means 20 requests/s
+	clientRPM   int // --rpm, per minute; 0: unset
+	workers     int
+	n           int
+	noHeaders   bool
+	max429      float64 // fraction of requests, a loose bound to catch a regression
+	maxSlowdown float64 // of the ideal time n/limit
+}
+
+// runScenario pushes n requests through a client with an adaptive limiter
+// against the mock limiting serverRPM requests per one-second window, and
+// returns the fake time taken and the 429s the server sent.
+func runScenario(t *testing.T, sc scenario) (time.Duration, int64) {
+	var took time.Duration
+	var limited int64
+	synctest.Test(t, func(t *testing.T) {
+		h := mock.New(mock.Config{RPM: sc.serverRPM, Window: time.Second, Latency: 20 * time.Millisecond})
+		// The client's rpm is per minute; the scaled server counts per second.
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{RPM: sc.clientRPM * 60, Adapt: true, Margin: 0.03, Concurrency: sc.workers})
+		c, err := llm.New(llm.Config{BaseURL: "http://mock/v1", HTTPClient: handlerClient{h, sc.noHeaders},
+			Limiter: lim, MaxAttempts: 50, Backoff: llm.FullJitter(100*time.Millisecond, 2*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range sc.workers {
+			wg.Go(func() {
+				for i := next.Add(1); i <= int64(sc.n); i = next.Add(1) {
+					body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"item %d"}]}`, i)
+					if _, _, err := c.Do(context.Background(), &llm.Request{Model: "m", Body: []byte(body), Tokens: 10}); err != nil {
+						t.Errorf("request %d: %v", i, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took = time.Since(start)
+		limited = h.Stats().RateLimited
+	})
+	return took, limited
+}
+
+// TestAdaptiveFindsTheLimit checks that, told a wrong limit or none, the
+// limiter settles near the server's real one with few 429s. The bounds are
+// loose; bench/ measures the figures.
+func TestAdaptiveFindsTheLimit(t *testing.T) {
+	for _, sc := range []scenario{
+		{name: "no rpm, headers", serverRPM: 20, workers: 32, n: 600, max429: 0.05, maxSlowdown: 1.3},
+		{name: "no rpm, no headers", serverRPM: 20, workers: 32, n: 600, noHeaders: true, max429: 0.08, maxSlowdown: 1.3},
+		{name: "rpm 5x too high, headers", serverRPM: 20, clientRPM: 100, workers: 32, n: 600, max429: 0.05, maxSlowdown: 1.2},
+		{name: "rpm right, headers", serverRPM: 20, clientRPM: 20, workers: 32, n: 600, max429: 0.01, maxSlowdown: 1.1},
+		{name: "rpm 5x too high, no headers", serverRPM: 20, clientRPM: 100, workers: 32, n: 600, noHeaders: true, max429: 0.08, maxSlowdown: 1.4},
+		{name: "rpm right, no headers", serverRPM: 20, clientRPM: 20, workers: 32, n: 600, noHeaders: true, max429: 0.01, maxSlowdown: 1.1},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			took, limited := runScenario(t, sc)
+			ideal := time.Duration(float64(sc.n) / float64(sc.serverRPM) * float64(time.Second))
+			share := float64(limited) / float64(int64(sc.n)+limited)
+			t.Logf("%s: %v (%.2fx ideal %v), %d 429s (%.1f%%)", sc.name, took.Round(time.Millisecond),
+				took.Seconds()/ideal.Seconds(), ideal, limited, 100*share)
+			if share > sc.max429 {
+				t.Errorf("%.1f%% of requests got 429, want at most %.1f%%", 100*share, 100*sc.max429)
+			}
+			if took.Seconds() > sc.maxSlowdown*ideal.Seconds() {
+				t.Errorf("took %v, want at most %.2fx the ideal %v", took, sc.maxSlowdown, ideal)
+			}
+		})
+	}
+}
