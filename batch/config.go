@@ -28,6 +28,10 @@ type Config struct {
 	MaxTokens   *int     // max_tokens for records that do not set it
 	Temperature *float64 // temperature for records that do not set it
 
+	Merge    bool         // pack small items into merged requests (DESIGN §4)
+	Packer   PackerConfig // the caps of merged requests
+	JSONMode bool         // ask for response_format json_object in merged requests
+
 	RetryFailed  bool          // redo items recorded as failed
 	MaxLineBytes int           // longest input line accepted; default 64 MiB
 	SyncEvery    time.Duration // how often results are made durable; default 200ms

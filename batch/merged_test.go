@@ -121,9 +121,9 @@ func TestBuildMerged(t *testing.T) {
 	mt := 50
 	s := &recordShaper{model: "m", system: "be brief", maxTokens: &mt}
 	items := shapeItems(t, s,
-		`{"id":"alpha-secret","prompt":"one","params":{"response_format":{"type":"text"},"logprobs":true}}`,
-		`{"id":"beta-secret","prompt":"two\nlines","params":{"response_format":{"type":"text"},"logprobs":true}}`,
-		`{"id":"gamma-secret","prompt":"three","params":{"response_format":{"type":"text"},"logprobs":true}}`)
+		`{"id":"alpha-secret","prompt":"one","params":{"top_p":0.5,"seed":7}}`,
+		`{"id":"beta-secret","prompt":"two\nlines","params":{"top_p":0.5,"seed":7}}`,
+		`{"id":"gamma-secret","prompt":"three","params":{"top_p":0.5,"seed":7}}`)
 	for _, jsonMode := range []bool{false, true} {
 		body, shortIDs, err := buildMerged(items, jsonMode)
 		if err != nil {
@@ -145,17 +145,13 @@ func TestBuildMerged(t *testing.T) {
 		}
 		var req map[string]any
 		_ = json.Unmarshal(body, &req)
-		wantFormat := "text" // kept from the items' params
-		if jsonMode {
-			wantFormat = "json_object"
-		}
-		if got := req["response_format"].(map[string]any)["type"]; got != wantFormat {
-			t.Errorf("buildMerged(jsonMode=%v) response_format.type = %v, want %s", jsonMode, got, wantFormat)
+		if rf, _ := req["response_format"].(map[string]any); jsonMode != (rf != nil && rf["type"] == "json_object") {
+			t.Errorf("buildMerged(jsonMode=%v) response_format = %v", jsonMode, req["response_format"])
 		}
 		if got, want := req["max_tokens"], float64(3*(mt+mergedItemOverhead)+mergedOuterOverhead); got != want {
 			t.Errorf("buildMerged max_tokens = %v, want %v", got, want)
 		}
-		if req["model"] != "m" || req["logprobs"] != true {
+		if req["model"] != "m" || req["top_p"] != 0.5 || req["seed"] != 7.0 {
 			t.Errorf("buildMerged dropped fields of the first body: %s", body)
 		}
 	}

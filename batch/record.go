@@ -141,10 +141,25 @@ func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 		return nil, err
 	}
 	it := &Item{Body: out, Model: model, Tokens: estimate(msgs, body["max_tokens"])}
-	if !conversation {
+	if !conversation && mergeable(body) {
 		it.Prompt, it.Group = llm.TextContent(msgs[len(msgs)-1].Content), groupKey(body, system)
 	}
 	return it, nil
+}
+
+// unmergeable are request fields whose meaning a merged request would
+// change: several choices, tools, streaming, a stop sequence that would cut
+// the JSON answer, a format of the user's own.
+var unmergeable = []string{"n", "stop", "stream", "tools", "tool_choice", "functions", "function_call",
+	"response_format", "logprobs", "top_logprobs", "prediction", "audio", "modalities"}
+
+func mergeable(body map[string]json.RawMessage) bool {
+	for _, k := range unmergeable {
+		if _, ok := body[k]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // groupKey names the settings a merged request shares: the body without its

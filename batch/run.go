@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -45,6 +46,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	start := time.Now()
 	r := &run{cfg: &cfg, j: w.j, shaper: shaper, stopped: make(chan struct{})}
+	r.jsonMode.Store(cfg.JSONMode)
 	runErr := r.pipeline(ctx, w)
 	if cerr := w.close(runErr == nil || !errors.As(runErr, new(*WriteError))); cerr != nil && runErr == nil {
 		runErr = cerr
@@ -75,6 +77,8 @@ type run struct {
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when no new work is to be taken
 	stopErr  error         // why; set once, before stopped is closed
+
+	jsonMode atomic.Bool // JSON mode for merged requests, until the server refuses it
 }
 
 // stop makes the run take no new work and remembers the first reason.
@@ -103,6 +107,7 @@ func (r *run) pipeline(ctx context.Context, w *writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	items := make(chan *Item, r.cfg.Concurrency)
+	groups := make(chan []*Item, r.cfg.Concurrency)
 	results := make(chan outcome, r.cfg.Concurrency*2)
 	writerDone := make(chan struct{})
 
@@ -123,12 +128,16 @@ func (r *run) pipeline(ctx context.Context, w *writer) error {
 			r.stop(&StopError{err})
 		}
 	}()
+	g.Go(func() error {
+		r.pack(gctx, items, groups)
+		return nil
+	})
 	var workers sync.WaitGroup
 	for range r.cfg.Concurrency {
 		workers.Add(1)
 		g.Go(func() error {
 			defer workers.Done()
-			r.work(gctx, items, results, writerDone)
+			r.work(gctx, groups, results, writerDone)
 			return nil
 		})
 	}

@@ -82,30 +82,28 @@ func (r *run) skip(it *Item) bool {
 	return false
 }
 
-// work sends items until there are none left or the run stops.
-func (r *run) work(ctx context.Context, items <-chan *Item, results chan<- outcome, writerDone <-chan struct{}) {
+// work sends groups of items until there are none left or the run stops.
+func (r *run) work(ctx context.Context, groups <-chan []*Item, results chan<- outcome, writerDone <-chan struct{}) {
+	emit := func(o outcome) bool {
+		select {
+		case results <- o:
+			return true
+		case <-writerDone: // the writer failed; nothing more can be recorded
+			return false
+		}
+	}
 	for {
 		if r.isStopped() {
 			return
 		}
-		var it *Item
 		select {
-		case it = <-items:
-			if it == nil {
-				return
+		case g, ok := <-groups:
+			if !ok || !r.sendGroup(ctx, g, emit) {
+				return // input done, or the run stopped or cannot write
 			}
 		case <-r.stopped:
 			return
 		case <-ctx.Done():
-			return
-		}
-		o, ok := r.send(ctx, it)
-		if !ok {
-			continue
-		}
-		select {
-		case results <- o:
-		case <-writerDone: // the writer failed; nothing more can be recorded
 			return
 		}
 	}

@@ -21,6 +21,11 @@ type outcome struct {
 	attempts int
 	err      error      // the final error of an item that failed
 	bad      *LineError // a rejected input line
+
+	// For an item answered in a merged request:
+	output json.RawMessage // its output, as JSON
+	merged int             // how many items shared the request
+	share  float64         // its share of the request's usage
 }
 
 // WriteError is a failure to write the results, errors or checkpoint file:
@@ -87,14 +92,14 @@ func (w *writer) write(o outcome) error {
 	default:
 		c.Done.Add(1)
 		c.Attempts.Add(int64(o.attempts))
-		if u := o.resp.Chat.Usage; u != nil {
-			c.PromptTokens.Add(int64(u.PromptTokens))
-			c.OutputTokens.Add(int64(u.CompletionTokens))
-		}
-		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Done})
-		line, err := resultLine(o.item, o.resp, o.attempts)
+		line, err := resultLine(o)
 		if err != nil {
 			return err
+		}
+		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Done})
+		if u := o.usage(); u != nil {
+			c.PromptTokens.Add(int64(u.PromptTokens))
+			c.OutputTokens.Add(int64(u.CompletionTokens))
 		}
 		return w.out.write(line)
 	}
@@ -140,13 +145,13 @@ func itemKey(id string) string { return "i:" + id }
 func lineKey(line int) string  { return "l:" + strconv.Itoa(line) }
 
 type resultRecord struct {
-	ID           string `json:"id"`
-	Output       string `json:"output"`
-	Model        string `json:"model,omitempty"`
-	FinishReason string `json:"finish_reason,omitempty"`
-	Usage        *usage `json:"usage,omitempty"`
-	Attempts     int    `json:"attempts"`
-	Merged       int    `json:"merged,omitempty"`
+	ID           string          `json:"id"`
+	Output       json.RawMessage `json:"output"`
+	Model        string          `json:"model,omitempty"`
+	FinishReason string          `json:"finish_reason,omitempty"`
+	Usage        *usage          `json:"usage,omitempty"`
+	Attempts     int             `json:"attempts"`
+	Merged       int             `json:"merged,omitempty"`
 }
 
 type usage struct {
@@ -167,7 +172,21 @@ type batchResponse struct {
 	Body       json.RawMessage `json:"body"`
 }
 
-func resultLine(it *Item, r *llm.Response, attempts int) ([]byte, error) {
+// usage is the item's part of the response's usage: all of it, or its
+// share of a merged request's.
+func (o *outcome) usage() *usage {
+	u := o.resp.Chat.Usage
+	if u == nil {
+		return nil
+	}
+	if o.merged == 0 {
+		return &usage{u.PromptTokens, u.CompletionTokens}
+	}
+	return &usage{apportion(u.PromptTokens, o.share), apportion(u.CompletionTokens, o.share)}
+}
+
+func resultLine(o outcome) ([]byte, error) {
+	it, r := o.item, o.resp
 	if it.Batch {
 		// The body is re-encoded, so a pretty-printed answer still takes one line.
 		body, err := json.Marshal(r.Chat)
@@ -179,10 +198,14 @@ func resultLine(it *Item, r *llm.Response, attempts int) ([]byte, error) {
 			Response: batchResponse{StatusCode: r.Status, RequestID: r.RequestID, Body: body},
 		})
 	}
-	ch := r.Chat.Choices[0]
-	rec := resultRecord{ID: it.ID, Output: r.Content(), Model: r.Chat.Model, FinishReason: ch.FinishReason, Attempts: attempts}
-	if u := r.Chat.Usage; u != nil {
-		rec.Usage = &usage{u.PromptTokens, u.CompletionTokens}
+	rec := resultRecord{ID: it.ID, Output: o.output, Model: r.Chat.Model, FinishReason: r.Chat.Choices[0].FinishReason,
+		Usage: o.usage(), Attempts: o.attempts, Merged: o.merged}
+	if rec.Output == nil {
+		text, err := json.Marshal(r.Content())
+		if err != nil {
+			return nil, err
+		}
+		rec.Output = text
 	}
 	return json.Marshal(rec)
 }

@@ -72,9 +72,10 @@ func clip(s string) string {
 	return fmt.Sprintf("%q", s) // not reached
 }
 
-// A CorruptError is returned by [Open] when a line of the journal other than the last cannot be read:
-// the file was damaged or edited, and guessing could send an item twice or never. Line counts from 1,
-// the header being line 1.
+// A CorruptError is returned by [Open] and [Load] when the header cannot be read, or a line cannot be read
+// and a valid record follows it: the file is not a journal, or was damaged or edited, and guessing could
+// send an item twice or never. (Unreadable lines with nothing valid after them are a torn tail, which Open
+// cuts off.) Line counts from 1, the header being line 1.
 type CorruptError struct {
 	Path string
 	Line int

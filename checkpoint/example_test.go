@@ -62,3 +62,43 @@ func Example() {
 	// t-4 to do
 	// retry t-2
 }
+
+// A status command looks at a journal that a run may be writing: Load neither locks nor changes it.
+func ExampleLoad() {
+	dir, _ := os.MkdirTemp("", "llmbatch")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "out.jsonl.ckpt")
+
+	// A run is going on: it holds the journal open, and has made two records durable.
+	j, err := checkpoint.Open(path, checkpoint.Settings{"model": "deepseek-chat"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer j.Close()
+	j.Append("i:t-1", checkpoint.Done)
+	j.Append("l:7", checkpoint.Bad)
+	j.Sync()
+
+	running, err := checkpoint.Locked(path)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := checkpoint.Load(path)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	done, failed, bad := s.Counts()
+	st, _ := s.Status("i:t-1")
+	fmt.Println("running:", running)
+	fmt.Println("model:", s.Settings()["model"])
+	fmt.Println("done, failed, bad:", done, failed, bad)
+	fmt.Println("i:t-1 is", st)
+	// Output:
+	// running: true
+	// model: deepseek-chat
+	// done, failed, bad: 1 0 1
+	// i:t-1 is done
+}

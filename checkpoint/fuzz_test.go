@@ -14,7 +14,7 @@ import (
 const emptyHeader = `{"llmbatch_checkpoint":1,"settings":{}}` + "\n"
 
 // FuzzJournal checks two properties. Any bytes after a valid header either open, leaving a prefix of the
-// file that reopens to the same state, or are refused with a *CorruptError, and never panic. And a journal
+// file that reopens to the same state, or are refused with a *CorruptError, and never panic; Load agrees. And a journal
 // written by Append and cut at any byte replays exactly the records that were complete before the cut.
 func FuzzJournal(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.ckpt"))
@@ -40,11 +40,15 @@ func checkAnyTail(t *testing.T, body []byte) {
 	path := tempPath(t)
 	orig := append([]byte(emptyHeader), body...)
 	writeFile(t, path, orig)
+	snap, lerr := checkpoint.Load(path)
 	j, err := checkpoint.Open(path, nil)
 	if err != nil {
 		var ce *checkpoint.CorruptError
 		if !errors.As(err, &ce) || ce.Line < 2 {
 			t.Fatalf("Open() = %v, want nil or a *CorruptError past the header", err)
+		}
+		if !isCorrupt(lerr, ce.Line) {
+			t.Fatalf("Load() = %v where Open() = %v", lerr, err)
 		}
 		if got := readFile(t, path); !bytes.Equal(got, orig) {
 			t.Fatalf("refused Open changed the file")
@@ -52,6 +56,12 @@ func checkAnyTail(t *testing.T, body []byte) {
 		return
 	}
 	d, f, b := j.Counts()
+	if lerr != nil {
+		t.Fatalf("Load() = %v where Open() succeeded", lerr)
+	}
+	if ld, lf, lb := snap.Counts(); ld != d || lf != f || lb != b {
+		t.Fatalf("Load: Counts() = %d, %d, %d; Open had %d, %d, %d", ld, lf, lb, d, f, b)
+	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}

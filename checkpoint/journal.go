@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 )
 
@@ -15,8 +14,8 @@ import (
 // replays the file into an in-memory set; [Journal.Append] adds to both.
 //
 // One goroutine (the pipeline's writer) owns a Journal and alone calls Append, Sync and Close. Status, Counts,
-// Keys and Path are safe for concurrent use with those and with each other, so a reader goroutine may consult
-// the journal while the writer appends.
+// Keys, Path and Repaired are safe for concurrent use with those and with each other, so a reader goroutine
+// may consult the journal while the writer appends. Another process may read the file meanwhile with [Load].
 //
 // # Durability
 //
@@ -47,10 +46,10 @@ type Journal struct {
 	err    error  // the first write error, or errClosed; returned by every later Append and Sync
 	closed bool
 
-	mu     sync.RWMutex // guards the fields below, which reader goroutines may read
-	status map[keyHash]Status
-	names  map[keyHash]string // the keys whose status is Failed or Bad
-	counts [3]int             // distinct keys that are Done, Failed, Bad
+	repaired int64 // bytes Open cut from the end of the file; set by Open, then read-only
+
+	mu  sync.RWMutex // guards idx, which reader goroutines may read
+	idx index
 }
 
 var errClosed = fmt.Errorf("checkpoint: journal %w", os.ErrClosed)
@@ -61,13 +60,16 @@ var errClosed = fmt.Errorf("checkpoint: journal %w", os.ErrClosed)
 // Open returns:
 //   - a [*LockedError] (errors.Is(err, [ErrLocked])) when another process or Journal holds the lock;
 //   - a [*MismatchError] when the journal was written with settings other than s;
-//   - a [*CorruptError] naming the line when a line that is not the last cannot be read, or the file is
-//     not a journal;
+//   - a [*CorruptError] naming the line when a line cannot be read and a valid record follows it, or
+//     the file is not a journal;
 //   - an error wrapping the *fs.PathError for anything the file system refuses.
 //
-// A torn last line, left by a crash while appending (no newline at its end, or not a valid record), is
-// truncated away before Open returns. Records replay in order and the last one for a key wins, so a
-// key that Failed and was later Done is Done.
+// A torn tail is truncated away, and the cut fsynced, before Open returns: everything from the first line
+// that is not a valid record, when no valid record follows it. A crash while appending leaves a last line
+// without its newline; a power loss can leave more (a torn record followed by NUL bytes, or NULs alone,
+// where the file grew but its data never reached the disk). Dropping records is always safe for the
+// caller, which re-derives them from its own files; see [Journal.Repaired]. Records replay in order and
+// the last one for a key wins, so a key that Failed and was later Done is Done.
 func Open(path string, s Settings) (*Journal, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -80,11 +82,7 @@ func Open(path string, s Settings) (*Journal, error) {
 		}
 		return nil, opError("lock", path, err)
 	}
-	j := &Journal{
-		path:  path,
-		f:     f,
-		names: make(map[keyHash]string),
-	}
+	j := &Journal{path: path, f: f}
 	if err := j.load(s); err != nil {
 		unlock(f)
 		f.Close()
@@ -97,13 +95,19 @@ func Open(path string, s Settings) (*Journal, error) {
 // Path returns the journal's file name as given to Open.
 func (j *Journal) Path() string { return j.path }
 
+// Repaired returns how many bytes Open cut from the end of the file: a torn tail left by a crash or a
+// power loss (see [Open]), or a torn header when the journal was started afresh. It is 0 for a clean file.
+// Records in those bytes are lost, which costs no work when the caller re-derives them from its own files,
+// as the pipeline does from the results and errors files; it is worth a line in the log.
+func (j *Journal) Repaired() int64 { return j.repaired }
+
 // Status returns the current status of key, and false if the journal has no record of it.
 // It reflects every Append made so far, durable or not.
 func (j *Journal) Status(key string) (Status, bool) {
 	h := hashString(key)
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	st, ok := j.status[h]
+	st, ok := j.idx.status[h]
 	return st, ok
 }
 
@@ -111,30 +115,18 @@ func (j *Journal) Status(key string) (Status, bool) {
 func (j *Journal) Counts() (done, failed, bad int) {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	return j.counts[0], j.counts[1], j.counts[2]
+	return j.idx.counts[0], j.idx.counts[1], j.idx.counts[2]
 }
 
 // Keys calls fn with each key whose current status is st, in sorted order, until fn returns false.
 // st must be Failed or Bad: Done keys are kept only as hashes, and Keys panics if asked for them.
 // fn runs without the journal's lock held, so it may call any method.
 func (j *Journal) Keys(st Status, fn func(key string) bool) {
-	if st != Failed && st != Bad {
-		panic("checkpoint: Keys(" + st.String() + "): only Failed and Bad keys are kept as strings")
-	}
-	var keys []string
+	mustKeepNames(st)
 	j.mu.RLock()
-	for h, k := range j.names {
-		if j.status[h] == st {
-			keys = append(keys, k)
-		}
-	}
+	ks := j.idx.keys(st)
 	j.mu.RUnlock()
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !fn(k) {
-			return
-		}
-	}
+	eachKey(ks, fn)
 }
 
 // Append records that key now has status st. The record is buffered, not yet durable (see [Journal.Sync]),
@@ -154,7 +146,7 @@ func (j *Journal) Append(key string, st Status) error {
 	j.dirty = true
 	h := hashString(key)
 	j.mu.Lock()
-	set(j, h, key, st)
+	set(&j.idx, h, key, st)
 	j.mu.Unlock()
 	return nil
 }
@@ -205,33 +197,4 @@ func (j *Journal) Close() error {
 func (j *Journal) fail(op string, err error) error {
 	j.err = opError(op, j.path, err)
 	return j.err
-}
-
-// set records that the key hashing to h has status st, keeping counts and names in step. j.mu must be held.
-func set[K string | []byte](j *Journal, h keyHash, key K, st Status) {
-	old, had := j.status[h]
-	if had {
-		if old == st {
-			return
-		}
-		j.counts[countIndex(old)]--
-	}
-	j.counts[countIndex(st)]++
-	j.status[h] = st
-	if st == Done {
-		delete(j.names, h)
-	} else if _, ok := j.names[h]; !ok {
-		j.names[h] = keyString(key)
-	}
-}
-
-// countIndex maps a valid status to its place in Journal.counts.
-func countIndex(st Status) int {
-	switch st {
-	case Done:
-		return 0
-	case Failed:
-		return 1
-	}
-	return 2
 }

@@ -32,9 +32,16 @@ const lockOffsetHigh = 0x7fffffff
 
 // lock takes an exclusive LockFileEx lock on f without waiting. It belongs to the handle, so a second Open
 // in the same process is refused too, and Windows releases it when the process dies.
-func lock(f *os.File) error {
+func lock(f *os.File) error { return lockFileEx(f, lockfileExclusiveLock) }
+
+// lockShared takes a shared LockFileEx lock on f without waiting: it coexists with other shared locks, and
+// fails with errLockHeld while lock's exclusive one is held.
+func lockShared(f *os.File) error { return lockFileEx(f, 0) }
+
+// lockFileEx locks lock's byte of f with flags (lockfileExclusiveLock or 0 for shared) without waiting.
+func lockFileEx(f *os.File, flags uintptr) error {
 	ol := syscall.Overlapped{OffsetHigh: lockOffsetHigh}
-	r, _, err := procLockFileEx.Call(f.Fd(), lockfileExclusiveLock|lockfileFailImmediately, 0, 1, 0,
+	r, _, err := procLockFileEx.Call(f.Fd(), flags|lockfileFailImmediately, 0, 1, 0,
 		uintptr(unsafe.Pointer(&ol)))
 	if r != 0 {
 		return nil
@@ -45,7 +52,7 @@ func lock(f *os.File) error {
 	return err
 }
 
-// unlock releases the lock taken by lock.
+// unlock releases the lock taken by lock or lockShared.
 func unlock(f *os.File) error {
 	ol := syscall.Overlapped{OffsetHigh: lockOffsetHigh}
 	r, _, err := procUnlockFileEx.Call(f.Fd(), 0, 1, 0, uintptr(unsafe.Pointer(&ol)))

@@ -85,11 +85,22 @@ func TestLockHeldByOtherProcess(t *testing.T) {
 	if !errors.Is(err, checkpoint.ErrLocked) {
 		t.Fatalf("Open() while another process holds the journal = %v, want ErrLocked", err)
 	}
+	if locked, err := checkpoint.Locked(path); !locked || err != nil {
+		t.Errorf("Locked() while another process holds the journal = %v, %v; want true, nil", locked, err)
+	}
+	if s, err := checkpoint.Load(path); err != nil {
+		t.Errorf("Load() while another process holds the journal = %v", err)
+	} else if st, _ := s.Status("child"); st != checkpoint.Done {
+		t.Errorf("Load().Status(child) = %v, want done", st)
+	}
 
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: the child gets no chance to clean up
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	if locked, err := checkpoint.Locked(path); locked || err != nil {
+		t.Errorf("Locked() after the holder died = %v, %v; want false, nil", locked, err)
+	}
 	j := open(t, path, nil)
 	if st, ok := j.Status("child"); st != checkpoint.Done || !ok {
 		t.Errorf("Status(child) after the child died = %v, %v; want done, true", st, ok)

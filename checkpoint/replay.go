@@ -12,21 +12,28 @@ import (
 // load replays the journal's file into j, repairs a torn tail or writes the header of a new journal, and
 // leaves the file offset where appending resumes.
 func (j *Journal) load(s Settings) error {
-	size := int64(0)
-	if fi, err := j.f.Stat(); err == nil {
-		size = fi.Size()
-	}
-	// A record is rarely shorter than 32 bytes, so this rarely grows the map, or overshoots by much.
-	j.status = make(map[keyHash]Status, size/32)
-
-	end, fresh, err := j.replay(s)
+	size := fileSize(j.f)
+	j.idx = newIndex(size)
+	rp := newReplayer(j.f, j.path)
+	old, fresh, err := rp.header()
 	if err != nil {
 		return err
 	}
+	var end int64
+	if !fresh {
+		if diff := diffSettings(old, s); len(diff) > 0 {
+			return &MismatchError{Path: j.path, Diff: diff}
+		}
+		if end, err = rp.records(&j.idx); err != nil {
+			return err
+		}
+	}
 	switch {
 	case fresh:
+		j.repaired = size
 		err = j.create(s)
 	case end < size:
+		j.repaired = size - end
 		err = j.truncate(end)
 	default:
 		_, err = j.f.Seek(end, io.SeekStart)
@@ -37,59 +44,93 @@ func (j *Journal) load(s Settings) error {
 	return nil
 }
 
-// replay reads the header and the records. It returns the offset just past the last complete, valid record,
-// or fresh when the file holds no header yet (it is empty, or its header was torn by a crash).
-func (j *Journal) replay(s Settings) (end int64, fresh bool, err error) {
-	lr := lineReader{r: bufio.NewReaderSize(j.f, 64<<10)}
-	if fresh, err := j.readHeader(&lr, s); fresh || err != nil {
-		return 0, fresh, err
+// fileSize returns the size of f, or 0 if it cannot be known; it only sizes the index and the repair.
+func fileSize(f *os.File) int64 {
+	if fi, err := f.Stat(); err == nil {
+		return fi.Size()
 	}
+	return 0
+}
+
+// A replayer reads a journal from its first byte: the header, then the records. [Open] and [Load] share
+// it, so that a journal is read, and its tail judged, in one way only.
+type replayer struct {
+	path string
+	lr   lineReader
+}
+
+func newReplayer(r io.Reader, path string) *replayer {
+	return &replayer{path: path, lr: lineReader{r: bufio.NewReaderSize(r, 64<<10)}}
+}
+
+// header reads the first line and returns the settings it records. It returns fresh when there is no
+// header to read: the file is empty, or holds only what is left of a header whose write was cut short.
+func (rp *replayer) header() (s Settings, fresh bool, err error) {
+	line, complete, err := rp.lr.next()
+	switch {
+	case err == io.EOF:
+		return nil, true, nil
+	case err != nil:
+		return nil, false, opError("read", rp.path, err)
+	case !complete && tornHeader(line):
+		return nil, true, nil
+	case !complete:
+		return nil, false, &CorruptError{Path: rp.path, Line: 1, Err: errNotJournal}
+	}
+	s, err = parseHeader(line)
+	if err != nil {
+		return nil, false, &CorruptError{Path: rp.path, Line: 1, Err: err}
+	}
+	return s, false, nil
+}
+
+// records replays the records that follow the header into x. It returns the offset just past the last
+// valid record, which is short of the end when the file has a torn tail: a last line without its newline,
+// or a line that is not a record followed by nothing that is (a crash or power loss leaves torn records
+// and NUL bytes, never a valid record after them). It returns a *CorruptError when a valid record does
+// follow a line that is not one: the file was damaged or edited, and guessing could skip an item or redo it.
+func (rp *replayer) records(x *index) (end int64, err error) {
 	for n := 2; ; n++ {
-		end = lr.off
-		line, complete, err := lr.next()
-		if err == io.EOF || err == nil && !complete {
-			return end, false, nil // the end, or a torn last line
-		}
-		if err != nil {
-			return 0, false, opError("read", j.path, err)
+		end = rp.lr.off
+		line, complete, err := rp.lr.next()
+		switch {
+		case err == io.EOF:
+			return end, nil
+		case err != nil:
+			return 0, opError("read", rp.path, err)
+		case !complete:
+			return end, nil // the last line, torn before its newline
 		}
 		key, st, perr := parseRecord(line)
 		if perr == nil {
-			set(j, hashKey(key), key, st)
+			set(x, hashKey(key), key, st)
 			continue
 		}
-		switch _, _, err := lr.next(); {
-		case err == io.EOF:
-			return end, false, nil // an invalid last line is torn too: a crash can leave garbage
+		switch valid, err := rp.recordFollows(); {
 		case err != nil:
-			return 0, false, opError("read", j.path, err)
+			return 0, err
+		case valid:
+			return 0, &CorruptError{Path: rp.path, Line: n, Err: perr}
 		}
-		return 0, false, &CorruptError{Path: j.path, Line: n, Err: perr}
+		return end, nil
 	}
 }
 
-// readHeader reads the first line and checks that it is a header recording settings s. It returns fresh
-// when there is no header to read.
-func (j *Journal) readHeader(lr *lineReader, s Settings) (fresh bool, err error) {
-	line, complete, err := lr.next()
-	switch {
-	case err == io.EOF:
-		return true, nil
-	case err != nil:
-		return false, opError("read", j.path, err)
-	case !complete && tornHeader(line):
-		return true, nil
-	case !complete:
-		return false, &CorruptError{Path: j.path, Line: 1, Err: errNotJournal}
+// recordFollows reads on to the end and reports whether any line left, with or without its newline, is a
+// valid record.
+func (rp *replayer) recordFollows() (bool, error) {
+	for {
+		line, _, err := rp.lr.next()
+		switch {
+		case err == io.EOF:
+			return false, nil
+		case err != nil:
+			return false, opError("read", rp.path, err)
+		}
+		if _, _, err := parseRecord(line); err == nil {
+			return true, nil
+		}
 	}
-	old, err := parseHeader(line)
-	if err != nil {
-		return false, &CorruptError{Path: j.path, Line: 1, Err: err}
-	}
-	if diff := diffSettings(old, s); len(diff) > 0 {
-		return false, &MismatchError{Path: j.path, Diff: diff}
-	}
-	return false, nil
 }
 
 // create starts the file afresh with the header for s, and makes it and its directory entry durable before

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
@@ -24,6 +25,13 @@ func TestTornTail(t *testing.T) {
 		lines := bytes.Count(full[:cut], []byte("\n"))
 		n := max(lines-1, 0) // complete records before the cut
 		checkState(t, j, recs, replayed(recs[:n]))
+		wantCut := int64(cut) // a torn header: started afresh
+		if lines > 0 {
+			wantCut = int64(cut - bytes.LastIndexByte(full[:cut], '\n') - 1)
+		}
+		if got := j.Repaired(); got != wantCut {
+			t.Errorf("cut at %d: Repaired() = %d, want %d", cut, got, wantCut)
+		}
 
 		if err := j.Append("after", done); err != nil {
 			t.Fatalf("cut at %d: Append() = %v", cut, err)
@@ -61,7 +69,9 @@ func TestTestdata(t *testing.T) {
 		{file: "invalid-last.ckpt", done: 2, after: "{\"llmbatch_checkpoint\":1,\"settings\":{}}\n{\"k\":\"a\",\"s\":\"d\"}\n{\"k\":\"b\",\"s\":\"d\"}\n"},
 		{file: "zero-tail.ckpt", done: 1, after: "{\"llmbatch_checkpoint\":1,\"settings\":{}}\n{\"k\":\"a\",\"s\":\"d\"}\n"},
 		{file: "torn-header.ckpt", after: "{\"llmbatch_checkpoint\":1,\"settings\":{}}\n"},
+		{file: "power-loss.ckpt", done: 1, failed: 1, after: "{\"llmbatch_checkpoint\":1,\"settings\":{}}\n{\"k\":\"a\",\"s\":\"d\"}\n{\"k\":\"b\",\"s\":\"f\"}\n"},
 		{file: "corrupt-middle.ckpt", corruptLine: 3},
+		{file: "nul-middle.ckpt", corruptLine: 3},
 		{file: "version2.ckpt", corruptLine: 1},
 		{file: "not-journal.ckpt", corruptLine: 1},
 	}
@@ -70,6 +80,7 @@ func TestTestdata(t *testing.T) {
 			orig := readFile(t, filepath.Join("testdata", tt.file))
 			path := tempPath(t)
 			writeFile(t, path, orig)
+			checkLoad(t, path, tt.settings, tt.done, tt.failed, tt.bad, tt.corruptLine)
 			j, err := checkpoint.Open(path, tt.settings)
 			if tt.corruptLine > 0 {
 				if !isCorrupt(err, tt.corruptLine) {
@@ -113,7 +124,10 @@ func TestCorrupt(t *testing.T) {
 		{"unknown status", h + `{"k":"a","s":"x"}` + "\n" + a, 2},
 		{"long status", h + `{"k":"a","s":"dd"}` + "\n" + a, 2},
 		{"array", h + `["a","d"]` + "\n" + a, 2},
-		{"before a torn line", h + a + "garbage\n" + `{"k":"b"`, 3},
+		{"before a record without its newline", h + a + "garbage\n" + `{"k":"b","s":"d"}`, 3},
+		{"NULs before a record", h + a + "\x00\x00\x00\n" + a, 3},
+		{"torn record before a record", h + `{"k":"a","s` + "\n" + a + "\x00\x00", 2},
+		{"garbage before a record in a NUL tail", h + "x\n\x00\n" + a + "\x00\x00\x00", 2},
 		{"header not json", "{\"llmbatch_checkpoint\":\n" + a, 1},
 		{"header without version", `{"llmbatch_checkpoint":null,"settings":{}}` + "\n", 1},
 		{"header settings not strings", `{"llmbatch_checkpoint":1,"settings":{"t":0.5}}` + "\n", 1},
@@ -156,5 +170,64 @@ func TestRecordsFromOtherWriters(t *testing.T) {
 		if got, ok := j.Status(k); got != st || !ok {
 			t.Errorf("Status(%q) = %v, %v; want %v, true", k, got, ok, st)
 		}
+	}
+}
+
+// TestPowerLossTail opens journals whose unsynced end a power loss left as torn records and NUL bytes, and
+// checks that Open cuts everything from the first line that is not a record, reports the cut, and appends
+// records that read back.
+func TestPowerLossTail(t *testing.T) {
+	const h = `{"llmbatch_checkpoint":1,"settings":{}}` + "\n"
+	const a = `{"k":"a","s":"d"}` + "\n"
+	tests := []struct {
+		name, file string
+		keep       string // the file Open leaves
+		done       int
+	}{
+		{"clean", h + a, h + a, 1},
+		{"NULs", h + a + nuls(4096), h + a, 1},
+		{"NULs after the header", h + nuls(100), h, 0},
+		{"torn record then NULs", h + a + `{"k":"b","s` + nuls(300), h + a, 1},
+		{"torn record, newline, NULs", h + a + `{"k":"b"` + "\n" + nuls(300), h + a, 1},
+		{"lines of NULs", h + a + nuls(10) + "\n" + nuls(10) + "\n", h + a, 1},
+		{"NULs then a torn record", h + a + nuls(10) + `{"k":"b","s":"d"` + "\n" + `{"k":"c"`, h + a, 1},
+		{"invalid lines", h + a + "garbage\n" + `{"k":"b"`, h + a, 1},
+		{"long NUL line", h + a + nuls(200_000) + "\n" + nuls(7), h + a, 1},
+		{"only NULs", nuls(64), h, 0},
+		{"torn header then NULs", `{"llmbatch_check` + nuls(64), h, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tempPath(t)
+			writeFile(t, path, []byte(tt.file))
+			j, err := checkpoint.Open(path, nil)
+			if err != nil {
+				t.Fatalf("Open() = %v", err)
+			}
+			if d, f, b := j.Counts(); d != tt.done || f != 0 || b != 0 {
+				t.Errorf("Counts() = %d, %d, %d; want %d, 0, 0", d, f, b, tt.done)
+			}
+			want := int64(len(tt.file)) // a torn header: the file started afresh
+			if strings.HasPrefix(tt.file, tt.keep) {
+				want -= int64(len(tt.keep))
+			}
+			if got := j.Repaired(); got != want {
+				t.Errorf("Repaired() = %d, want %d", got, want)
+			}
+			if err := j.Append("after", done); err != nil {
+				t.Fatalf("Append() = %v", err)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatalf("Close() = %v", err)
+			}
+			after := tt.keep + `{"k":"after","s":"d"}` + "\n"
+			if got := string(readFile(t, path)); got != after {
+				t.Fatalf("after Open and Append the file holds %q, want %q", got, after)
+			}
+			j = open(t, path, nil)
+			if d, _, _ := j.Counts(); d != tt.done+1 || j.Repaired() != 0 {
+				t.Errorf("reopened: Counts() done = %d, Repaired() = %d; want %d, 0", d, j.Repaired(), tt.done+1)
+			}
+		})
 	}
 }

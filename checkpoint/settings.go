@@ -80,8 +80,11 @@ func diffSettings(old, new Settings) []SettingDiff {
 }
 
 // tornHeader reports whether b, a file with no complete line, is what is left of a header whose write was cut
-// short. Such a file holds no records (the header is synced before any record is written), so it is safe to
-// start it afresh; anything else is some other file, which must not be overwritten.
+// short: a prefix of it, or more than the header's key, possibly followed by NUL bytes where a power loss
+// kept the file's new size but not its data (a file of NULs alone qualifies). Such a file holds no records
+// (the header is synced before any record is written), so it is safe to start it afresh; anything else is
+// some other file, which must not be overwritten.
 func tornHeader(b []byte) bool {
+	b = bytes.TrimRight(b, "\x00")
 	return bytes.HasPrefix(b, []byte(headerKey)) || bytes.HasPrefix([]byte(headerKey), b)
 }

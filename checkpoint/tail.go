@@ -8,9 +8,11 @@ import (
 	"os"
 )
 
-// RepairTail truncates the file at path just after its last newline, removing a torn last line left by a
-// crash, and returns how many bytes it cut. A file with no newline at all is cut to nothing. A missing file
-// is not an error: RepairTail returns (0, nil). The cut is fsynced before RepairTail returns.
+// RepairTail cuts the torn tail off the JSONL file at path and returns how many bytes it cut. The torn tail
+// is what follows the last newline (a line whose write a crash cut short), together with the complete lines
+// just before it that hold a NUL byte: a power loss can keep a file's new size but not its data, which
+// then reads as NULs, and no JSON line holds a raw NUL. A file with no line to keep is cut to nothing.
+// A missing file is not an error: RepairTail returns (0, nil). The cut is fsynced before RepairTail returns.
 //
 // The pipeline calls it on the results and errors files before appending to them.
 func RepairTail(path string) (int64, error) {
@@ -38,7 +40,7 @@ func repairTail(f *os.File) (int64, error) {
 		return 0, err
 	}
 	size := fi.Size()
-	keep, err := lastLineEnd(f, size)
+	keep, err := tornTail(f, size)
 	if err != nil || keep == size {
 		return 0, err
 	}
@@ -51,19 +53,37 @@ func repairTail(f *os.File) (int64, error) {
 	return size - keep, nil
 }
 
-// lastLineEnd returns the offset just past the last '\n' in the first size bytes of r, or 0 if there is none.
-func lastLineEnd(r io.ReaderAt, size int64) (int64, error) {
+// tornTail returns the offset where the torn tail of the first size bytes of r starts (see [RepairTail]),
+// reading backwards from the end a block at a time. Only the block in hand is kept in memory, however long
+// the lines.
+func tornTail(r io.ReaderAt, size int64) (int64, error) {
 	buf := make([]byte, 32<<10)
+	keep := int64(-1) // the end of the complete line being examined, -1 while in the part after the last newline
+	nul := false      // that line holds a NUL byte
 	for end := size; end > 0; {
 		start := max(end-int64(len(buf)), 0)
 		b := buf[:end-start]
 		if n, err := r.ReadAt(b, start); err != nil && !(err == io.EOF && n == len(b)) {
 			return 0, err
 		}
-		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-			return start + int64(i) + 1, nil
+		for len(b) > 0 {
+			i := bytes.LastIndexByte(b, '\n')
+			if keep >= 0 && bytes.IndexByte(b[i+1:], 0) >= 0 {
+				nul = true
+			}
+			if i < 0 {
+				break
+			}
+			if keep >= 0 && !nul {
+				return keep, nil // the line ending at keep is whole and sound
+			}
+			keep, nul = start+int64(i)+1, false
+			b = b[:i]
 		}
 		end = start
+	}
+	if keep >= 0 && !nul {
+		return keep, nil // the first line of the file is whole and sound
 	}
 	return 0, nil
 }

@@ -21,6 +21,16 @@ func TestRepairTail(t *testing.T) {
 		{"torn long line", "a\n" + long, "a\n"},
 		{"long lines", long + "\n" + long, long + "\n"},
 		{"newline at a block edge", strings.Repeat("y", 32<<10-1) + "\n" + long, strings.Repeat("y", 32<<10-1) + "\n"},
+		{"NUL tail", "a\nb\n" + nuls(4096), "a\nb\n"},
+		{"torn line then NULs", "a\nb\n{\"id\":" + nuls(100), "a\nb\n"},
+		{"lines of NULs", "a\n" + nuls(3) + "\n" + nuls(1) + "\n", "a\n"},
+		{"NULs then a line", "a\n" + nuls(8) + `{"id":"t-2"}` + "\n", "a\n"},
+		{"line with a NUL, then torn", "a\nb\x00c\n{", "a\n"},
+		{"long NUL line", "a\n" + nuls(100_000) + "\n", "a\n"},
+		{"NUL line at a block edge", "a\n" + nuls(32<<10-1) + "\n" + long, "a\n"},
+		{"sound line after a NUL line", "a\n\x00\nb\n", "a\n\x00\nb\n"},
+		{"only NULs", nuls(10), ""},
+		{"first line NULs", nuls(2) + "\n" + nuls(2), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,3 +60,6 @@ func TestRepairTail(t *testing.T) {
 		}
 	})
 }
+
+// nuls returns n NUL bytes: what a power loss leaves where a file grew but its data never reached the disk.
+func nuls(n int) string { return strings.Repeat("\x00", n) }

@@ -67,6 +67,7 @@ same command and no item is sent twice once its result is on disk.`,
 	root.SetErr(ios.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdMock(f), NewCmdConfig(f), NewCmdVersion(ios))
+	root.AddCommand(NewCmdStatus(f, nil))
 	return root
 }
 

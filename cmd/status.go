@@ -1,0 +1,545 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/checkpoint"
+)
+
+// StatusOptions is everything `llmbatch status` needs; flags fill it in,
+// tests build it directly.
+type StatusOptions struct {
+	IO         *IOStreams
+	Output     string // the results file, as given to run -o
+	Checkpoint string // the journal; default Output + ".ckpt"
+	Input      string // the input file; default Output with .out.jsonl replaced by .jsonl, if it exists
+	JSON       bool   // print a JobStatus object instead of text
+}
+
+// JobStatus is what `llmbatch status --json` prints, as one JSON object.
+// Counts are of distinct items (or input lines, for invalid). They reconcile
+// the checkpoint with the results and errors files as the next run will:
+// a line written just before a crash, and not yet in the checkpoint, counts.
+type JobStatus struct {
+	Output     string  `json:"output"`      // the results file
+	Errors     string  `json:"errors_file"` // failed items and rejected input lines
+	Checkpoint string  `json:"checkpoint"`  // the journal of finished ids
+	Input      *string `json:"input"`       // the input file; null when not given and not found
+
+	// State is "running" (a run holds the checkpoint: the figures are a
+	// snapshot), "complete" (every record has a result), "failed" (nothing
+	// left to send but some items failed or lines were rejected),
+	// "incomplete" (records left to send) or "unknown" (input unknown).
+	State    string            `json:"state"`
+	Running  bool              `json:"running"`  // a run holds the checkpoint's lock right now
+	Settings map[string]string `json:"settings"` // the answer-shaping settings the job runs with (empty ones left out)
+
+	Done           int64            `json:"done"`            // items with a result in the results file
+	CheckpointDone int64            `json:"checkpoint_done"` // items the checkpoint records as done
+	ResultLines    int64            `json:"result_lines"`    // complete lines in the results file
+	Failed         int64            `json:"failed"`          // items that failed and have no result
+	Invalid        int64            `json:"invalid"`         // rejected input lines
+	ByKind         map[string]int64 `json:"by_kind"`         // errors-file kind → failed items, plus "invalid_input" → invalid; sums to failed+invalid
+	Records        *int64           `json:"input_records"`   // non-blank input lines; null when the input is unknown
+	Left           *int64           `json:"left"`            // records not yet done, failed or rejected; null when the input is unknown
+
+	// Resume is the run command that goes on with the job, quoted for a
+	// POSIX shell; "" when the job is complete. When nothing is left to send
+	// it only helps once the rejected lines are fixed in the input. It names
+	// the output, checkpoint and settings, not the provider, endpoint or
+	// limits (they are not recorded). INPUT stands for an unknown input.
+	Resume      string   `json:"resume"`
+	RetryFailed string   `json:"retry_failed"` // Resume with --retry-failed, redoing the failed items; "" when none failed
+	Warnings    []string `json:"warnings"`     // what does not add up, also printed on stderr; [] when all is well
+}
+
+// NewCmdStatus returns `llmbatch status`. runF replaces the command's work
+// in tests of the flags.
+func NewCmdStatus(f *Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{IO: f.IO}
+	c := &cobra.Command{
+		Use:   "status [flags] OUTPUT",
+		Short: "Show what a (possibly interrupted) job has done and what is left",
+		Long: `Status reads OUTPUT's checkpoint, results and errors files, without
+writing or locking anything, even while a run is writing them, and prints:
+items done, items failed by error kind, rejected input lines, how many
+input records are left, whether a run is going on now, and the command that
+resumes the job.
+
+The input file is not recorded anywhere: give it with --input, or status
+tries OUTPUT with .out.jsonl replaced by .jsonl (run's default OUTPUT).
+
+Exit status: 0, or 2 when OUTPUT has no checkpoint or it cannot be read.`,
+		Example: `  llmbatch status tickets.out.jsonl
+  llmbatch status --input tickets.jsonl labels.jsonl
+
+  # in a script: records left, or null when the input is unknown
+  llmbatch status --json labels.jsonl | jq .left`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Output = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return statusRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVarP(&opts.Input, "input", "i", "", "the job's input file, to count what is left (default: OUTPUT with .out.jsonl replaced by .jsonl, if it exists)")
+	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids, as given to run (default OUTPUT.ckpt)")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object for scripts")
+	return c
+}
+
+func statusRun(_ context.Context, opts *StatusOptions) error {
+	st, err := jobStatus(opts)
+	if err != nil {
+		return err
+	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "llmbatch: warning: %s\n", w)
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	printStatus(opts.IO.Out, st)
+	return nil
+}
+
+// jobStatus gathers the status of the job writing opts.Output.
+func jobStatus(opts *StatusOptions) (*JobStatus, error) {
+	if opts.Checkpoint == "" {
+		opts.Checkpoint = opts.Output + ".ckpt"
+	}
+	input, err := findInput(opts)
+	if err != nil {
+		return nil, err
+	}
+	running, err := checkpoint.Locked(opts.Checkpoint)
+	if err != nil {
+		return nil, &batch.SetupError{Err: err}
+	}
+	snap, err := checkpoint.Load(opts.Checkpoint)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &batch.SetupError{Err: fmt.Errorf("no checkpoint %s: no run has written %s yet (or give its --checkpoint)", opts.Checkpoint, opts.Output)}
+	} else if err != nil {
+		return nil, &batch.SetupError{Err: err}
+	}
+	st := &JobStatus{Output: opts.Output, Errors: batch.ErrorsPath(opts.Output), Checkpoint: opts.Checkpoint,
+		Running: running, Settings: map[string]string{}, Warnings: []string{}}
+	for k, v := range snap.Settings() {
+		if v != "" {
+			st.Settings[k] = v
+		}
+	}
+	t := newTally(snap)
+	if err := t.readErrors(st.Errors); err != nil {
+		return nil, &batch.SetupError{Err: err}
+	}
+	if err := t.readResults(st.Output); err != nil {
+		return nil, &batch.SetupError{Err: err}
+	}
+	t.fill(st)
+	if input != "" {
+		n, err := countRecords(input)
+		if err != nil {
+			return nil, &batch.SetupError{Err: fmt.Errorf("input: %w", unwrapPath(err))}
+		}
+		st.Input, st.Records = &input, &n
+	}
+	st.conclude(opts)
+	return st, nil
+}
+
+// findInput returns the input file given, or the one run would have read
+// for this output by default if it exists, or "".
+func findInput(opts *StatusOptions) (string, error) {
+	if opts.Input == "-" {
+		return "", usageErr("--input: status cannot count records on stdin; give the input file")
+	}
+	if opts.Input != "" {
+		if fi, err := os.Stat(opts.Input); err != nil {
+			return "", usageErr("--input: %v", unwrapPath(err))
+		} else if fi.IsDir() {
+			return "", usageErr("--input: %s is a directory, not a JSONL file", opts.Input)
+		}
+		return opts.Input, nil
+	}
+	if base, ok := strings.CutSuffix(opts.Output, ".out.jsonl"); ok {
+		if fi, err := os.Stat(base + ".jsonl"); err == nil && fi.Mode().IsRegular() {
+			return base + ".jsonl", nil
+		}
+	}
+	return "", nil
+}
+
+// Journal keys, as batch writes them (batch/writer.go itemKey and lineKey).
+func journalItemKey(id string) string { return "i:" + id }
+func journalLineKey(n int) string     { return "l:" + strconv.Itoa(n) }
+
+// kindInvalidInput is the errors-file kind of a rejected input line.
+const kindInvalidInput = "invalid_input"
+
+// tally reconciles a checkpoint snapshot with the errors and results files
+// the way batch's recovery does when a run starts: an errors line for a key
+// the journal does not know counts, and a result line makes its item done.
+type tally struct {
+	snap       *checkpoint.Snapshot
+	failed     map[string]string // item key → kind of its last errors line ("unknown" without one)
+	bad        map[string]bool   // line keys of rejected input lines
+	confirmed  int64             // result lines of items the checkpoint records as done
+	unrecorded int64             // result lines of items it does not (yet)
+	lines      int64             // result lines
+	notResults int64             // lines of the results file that are not result lines
+	notErrors  int64             // lines of the errors file that are not errors lines
+}
+
+func newTally(snap *checkpoint.Snapshot) *tally {
+	t := &tally{snap: snap, failed: map[string]string{}, bad: map[string]bool{}}
+	snap.Keys(checkpoint.Failed, func(k string) bool { t.failed[k] = "unknown"; return true })
+	snap.Keys(checkpoint.Bad, func(k string) bool { t.bad[k] = true; return true })
+	return t
+}
+
+// readErrors takes the kind of each failed item from its last errors line.
+func (t *tally) readErrors(path string) error {
+	return eachLine(path, func(b []byte) {
+		var rec struct {
+			ID    *string `json:"id"`
+			Line  int     `json:"line"`
+			Error *struct {
+				Kind string `json:"kind"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(b, &rec) != nil || rec.Error == nil {
+			t.notErrors++
+			return
+		}
+		if rec.Error.Kind == kindInvalidInput || rec.ID == nil {
+			key := journalLineKey(rec.Line)
+			if st, ok := t.snap.Status(key); !ok || st == checkpoint.Bad {
+				t.bad[key] = true
+			}
+			return
+		}
+		key := journalItemKey(*rec.ID)
+		if st, ok := t.snap.Status(key); !ok || st == checkpoint.Failed {
+			t.failed[key] = rec.Error.Kind
+		}
+	})
+}
+
+// readResults counts the result lines and checks them against the checkpoint.
+func (t *tally) readResults(path string) error {
+	return eachLine(path, func(b []byte) {
+		t.lines++
+		var rec struct {
+			ID       *string `json:"id"`
+			CustomID *string `json:"custom_id"` // OpenAI Batch-shaped lines
+		}
+		if json.Unmarshal(b, &rec) != nil || (rec.ID == nil && rec.CustomID == nil) {
+			t.notResults++
+			return
+		}
+		id := rec.ID
+		if rec.CustomID != nil {
+			id = rec.CustomID
+		}
+		key := journalItemKey(*id)
+		if st, ok := t.snap.Status(key); ok && st == checkpoint.Done {
+			t.confirmed++
+			return
+		}
+		t.unrecorded++
+		delete(t.failed, key)
+	})
+}
+
+// fill sets the counts of st and warns of what does not add up.
+func (t *tally) fill(st *JobStatus) {
+	done, _, _ := t.snap.Counts()
+	st.CheckpointDone, st.ResultLines = int64(done), t.lines
+	st.Done = st.CheckpointDone + t.unrecorded
+	st.Failed, st.Invalid = int64(len(t.failed)), int64(len(t.bad))
+	st.ByKind = map[string]int64{}
+	for _, kind := range t.failed {
+		st.ByKind[kind]++
+	}
+	if st.Invalid > 0 {
+		st.ByKind[kindInvalidInput] = st.Invalid
+	}
+	if missing := st.CheckpointDone - t.confirmed; missing > 0 {
+		st.warn("%d items the checkpoint records as done have no line in %s (was it moved, cut or edited?); a run will not send them again", missing, st.Output)
+	}
+	if t.notResults > 0 {
+		st.warn("%d lines of %s are not result lines", t.notResults, st.Output)
+	}
+	if t.notErrors > 0 {
+		st.warn("%d lines of %s are not errors lines", t.notErrors, st.Errors)
+	}
+}
+
+func (st *JobStatus) warn(format string, a ...any) {
+	st.Warnings = append(st.Warnings, fmt.Sprintf(format, a...))
+}
+
+// conclude works out what is left, the state and the commands to go on.
+func (st *JobStatus) conclude(opts *StatusOptions) {
+	if st.Records != nil {
+		left := *st.Records - st.Done - st.Failed - st.Invalid
+		if left < 0 {
+			st.warn("%s has %d records but the job has finished %d: is it the input this job ran on?",
+				*st.Input, *st.Records, st.Done+st.Failed+st.Invalid)
+			left = 0
+		}
+		st.Left = &left
+	}
+	switch {
+	case st.Running:
+		st.State = "running"
+	case st.Left == nil:
+		st.State = "unknown"
+	case *st.Left > 0:
+		st.State = "incomplete"
+	case st.Failed+st.Invalid > 0:
+		st.State = "failed"
+	default:
+		st.State = "complete"
+	}
+	if st.State != "complete" {
+		st.Resume = shellJoin(st.resumeArgs(opts, false))
+	}
+	if st.Failed > 0 {
+		st.RetryFailed = shellJoin(st.resumeArgs(opts, true))
+	}
+}
+
+// resumeArgs returns the run command that goes on with the job: the same
+// output, checkpoint and answer-shaping settings (a run with other settings
+// is refused). Provider, endpoint and limits are not recorded.
+func (st *JobStatus) resumeArgs(opts *StatusOptions, retry bool) []string {
+	args := []string{"llmbatch", "run"}
+	if retry {
+		args = append(args, "--retry-failed")
+	}
+	runFlags := NewCmdRun(&Factory{IO: opts.IO}, nil).Flags()
+	for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
+		name := strings.ReplaceAll(k, "_", "-") // max_tokens is --max-tokens
+		if runFlags.Lookup(name) == nil {
+			if !retry { // warn once
+				st.warn("the job's setting %s=%s has no run flag: set it as the first run did", k, shellQuote(clipRunes(st.Settings[k], 40)))
+			}
+			continue
+		}
+		args = append(args, "--"+name, st.Settings[k])
+	}
+	if opts.Checkpoint != st.Output+".ckpt" {
+		args = append(args, "--checkpoint", opts.Checkpoint)
+	}
+	input := "INPUT"
+	if st.Input != nil {
+		input = *st.Input
+	}
+	return append(args, "-o", st.Output, input)
+}
+
+// printStatus writes st for people.
+func printStatus(w io.Writer, st *JobStatus) {
+	line := func(label, format string, a ...any) {
+		fmt.Fprintf(w, "%-10s"+format+"\n", append([]any{label}, a...)...)
+	}
+	line("output:", "%s", st.Output)
+	if st.Input != nil {
+		line("input:", "%s (%d records)", *st.Input, *st.Records)
+	} else {
+		line("input:", "unknown (give --input to count what is left)")
+	}
+	if st.Running {
+		line("state:", "running: a run holds %s; these figures are a snapshot", st.Checkpoint)
+	} else {
+		line("state:", "%s", st.State)
+	}
+	line("done:", "%d (%d result lines)", st.Done, st.ResultLines)
+	line("failed:", "%d%s", st.Failed, kinds(st.ByKind))
+	line("invalid:", "%d", st.Invalid)
+	if st.Left != nil {
+		line("left:", "%d", *st.Left)
+	} else {
+		line("left:", "unknown")
+	}
+	if len(st.Settings) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
+			kv = append(kv, k+"="+shellQuote(clipRunes(st.Settings[k], 40)))
+		}
+		line("settings:", "%s", strings.Join(kv, " "))
+	}
+	printNext(w, st)
+}
+
+// printNext writes the commands that go on with the job.
+func printNext(w io.Writer, st *JobStatus) {
+	const how = "with the --provider or --base-url (or --config) you ran it with"
+	switch {
+	case st.State == "complete":
+		return
+	case st.Running:
+		fmt.Fprintf(w, "\nA run is going on. Should it stop before the end, resume %s:\n  %s\n", how, st.Resume)
+	case st.Left == nil || *st.Left > 0:
+		fmt.Fprintf(w, "\nResume %s:\n  %s\n", how, st.Resume)
+		if st.Failed > 0 {
+			fmt.Fprintf(w, "Add --retry-failed to also redo the %s.\n", plural(st.Failed, "failed item"))
+		}
+	default:
+		if st.Failed > 0 {
+			fmt.Fprintf(w, "\nRedo the %s %s:\n  %s\n", plural(st.Failed, "failed item"), how, st.RetryFailed)
+		}
+		if st.Invalid > 0 {
+			fmt.Fprintf(w, "\nFix the %s in the input (see %s), then:\n  %s\n", plural(st.Invalid, "rejected line"), st.Errors, st.Resume)
+		}
+	}
+}
+
+// plural returns "1 item" or "2 items".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// kinds formats the failed items' kinds: " (bad_request 2, server_error 1)".
+func kinds(byKind map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(byKind)) {
+		if k != kindInvalidInput {
+			parts = append(parts, fmt.Sprintf("%s %d", k, byKind[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// clipRunes cuts s to n runes, marking the cut with "…".
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// eachLine calls fn with every complete, non-blank line of the file at path,
+// without its line ending; a missing file has none. A last line without its
+// newline is being written, or was torn by a crash (the next run cuts it):
+// it is skipped.
+func eachLine(path string, fn func(line []byte)) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	var long []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if line = bytes.TrimRight(line, "\r\n"); len(bytes.TrimSpace(line)) > 0 {
+			fn(line)
+		}
+	}
+}
+
+// countRecords counts the input lines that run reads as records or rejects:
+// those holding more than spaces, tabs and carriage returns (and, on line 1,
+// a byte order mark). Only a block of the file is in memory at a time.
+func countRecords(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	if b, _ := r.Peek(3); string(b) == "\xef\xbb\xbf" {
+		r.Discard(3)
+	}
+	var n int64
+	blank := true
+	buf := make([]byte, 1<<20)
+	for {
+		k, err := r.Read(buf)
+		for _, c := range buf[:k] {
+			switch c {
+			case '\n':
+				if !blank {
+					n++
+				}
+				blank = true
+			case ' ', '\t', '\r':
+			default:
+				blank = false
+			}
+		}
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			return 0, err
+		}
+	}
+	if !blank {
+		n++
+	}
+	return n, nil
+}
