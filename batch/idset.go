@@ -1,23 +1,29 @@
 package batch
 
 import (
-	"crypto/sha256"
 	"hash/fnv"
+	"hash/maphash"
 )
 
-// idSet remembers the ids seen in this run, to reject duplicates, in 16
-// bytes an id however long the ids are. Not safe for concurrent use.
-type idSet map[[16]byte]struct{}
+// idSet remembers the ids seen in this run, to reject duplicates, in about
+// 16 bytes an id however long the ids are: it keeps 64-bit hashes. Two
+// different ids share a hash with odds of about n²/2^65 (3e-8 for a million
+// ids); the later one would then be reported as a duplicate, never lost
+// silently. Not safe for concurrent use.
+type idSet struct {
+	seed maphash.Seed
+	m    map[uint64]struct{}
+}
+
+func newIDSet() *idSet { return &idSet{seed: maphash.MakeSeed(), m: map[uint64]struct{}{}} }
 
 // add records id and reports whether it was new.
-func (s idSet) add(id string) bool {
-	k := sha256.Sum256([]byte(id))
-	var h [16]byte
-	copy(h[:], k[:16])
-	if _, ok := s[h]; ok {
+func (s *idSet) add(id string) bool {
+	h := maphash.String(s.seed, id)
+	if _, ok := s.m[h]; ok {
 		return false
 	}
-	s[h] = struct{}{}
+	s.m[h] = struct{}{}
 	return true
 }
 

@@ -32,15 +32,29 @@ func openWriter(cfg *Config) (*writer, error) {
 			return nil, err
 		}
 	}
-	j, err := checkpoint.Open(cfg.Checkpoint, cfg.settings())
+	// The results file is locked as well as the journal: two runs given the
+	// same output and different checkpoints must not both write it.
+	outLock, err := checkpoint.LockFile(cfg.Output)
 	if err != nil {
 		return nil, &SetupError{err}
 	}
-	w := &writer{cfg: cfg, j: j, out: &appendFile{path: cfg.Output}, errs: &appendFile{path: cfg.Errors}}
+	j, err := checkpoint.Open(cfg.Checkpoint, cfg.settings())
+	if err != nil {
+		outLock.Close()
+		return nil, &SetupError{err}
+	}
+	w := &writer{cfg: cfg, j: j, outLock: outLock, out: &appendFile{path: cfg.Output}, errs: &appendFile{path: cfg.Errors}}
 	if err := w.recover(); err != nil {
 		j.Close()
+		outLock.Close()
 		return nil, err
 	}
+	if n := j.Repaired(); n > 0 {
+		cfg.Logger.Warn("cut a damaged tail off the checkpoint (left by a crash); the results file has the truth", "bytes", n)
+	}
+	// The reader asks about each id once, before it is sent: what this run
+	// records need not stay in memory.
+	j.Lean()
 	return w, nil
 }
 

@@ -16,7 +16,7 @@ import (
 func (r *run) read(ctx context.Context, items chan<- *Item) error {
 	defer close(items)
 	lr := newLineReader(r.cfg.Input, r.cfg.MaxLineBytes)
-	seen := idSet{}
+	seen := newIDSet()
 	c := r.cfg.Counters
 	for {
 		line, n, err := lr.next()
@@ -54,7 +54,7 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 }
 
 // classify shapes a line into an item, or says why it is rejected.
-func (r *run) classify(line []byte, n int, seen idSet) (*Item, *LineError) {
+func (r *run) classify(line []byte, n int, seen *idSet) (*Item, *LineError) {
 	it, id, err := r.shaper.shape(line)
 	if err == nil && !seen.add(it.ID) {
 		err = ErrDuplicateID

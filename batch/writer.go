@@ -42,6 +42,7 @@ func (e *WriteError) Unwrap() error { return e.Err }
 type writer struct {
 	cfg       *Config
 	j         *checkpoint.Journal
+	outLock   *checkpoint.FileLock
 	out, errs *appendFile
 	pending   []pendingKey
 }
@@ -138,6 +139,7 @@ func (w *writer) close(ok bool) error {
 	if cerr := w.j.Close(); cerr != nil {
 		err = errors.Join(err, &WriteError{cerr})
 	}
+	w.outLock.Close()
 	return err
 }
 

@@ -48,8 +48,9 @@ type Journal struct {
 
 	repaired int64 // bytes Open cut from the end of the file; set by Open, then read-only
 
-	mu  sync.RWMutex // guards idx, which reader goroutines may read
-	idx index
+	mu   sync.RWMutex // guards idx and lean, which reader goroutines may read
+	idx  index
+	lean bool // Done records of new keys are written, not indexed (see Lean)
 }
 
 var errClosed = fmt.Errorf("checkpoint: journal %w", os.ErrClosed)
@@ -146,9 +147,24 @@ func (j *Journal) Append(key string, st Status) error {
 	j.dirty = true
 	h := hashString(key)
 	j.mu.Lock()
-	set(&j.idx, h, key, st)
+	if _, known := j.idx.status[h]; !j.lean || st != Done || known {
+		set(&j.idx, h, key, st)
+	}
 	j.mu.Unlock()
 	return nil
+}
+
+// Lean makes later Appends of Done records for keys the journal has not
+// seen go to the file only, not into memory. Status then answers for keys
+// replayed at Open and keys appended with another status (a Failed key
+// later Done reads Done), and Counts counts those. A caller that never asks
+// about a key again once it is Done, as the pipeline does (it reads each
+// id once), keeps memory flat however many records a run appends; the next
+// Open replays them all.
+func (j *Journal) Lean() {
+	j.mu.Lock()
+	j.lean = true
+	j.mu.Unlock()
 }
 
 // Sync writes out the buffered records and fsyncs the file. When it returns nil, every record appended so

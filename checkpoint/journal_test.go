@@ -296,3 +296,59 @@ func TestLockInProcess(t *testing.T) {
 	}
 	open(t, path, nil) // released by Close
 }
+
+func TestLeanKeepsNewDoneKeysOutOfMemory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.ckpt")
+	j, err := checkpoint.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, j.Append("old", checkpoint.Done))
+	must(t, j.Append("retried", checkpoint.Failed))
+	j.Lean()
+	must(t, j.Append("new", checkpoint.Done))
+	must(t, j.Append("retried", checkpoint.Done))
+	must(t, j.Append("bad", checkpoint.Bad))
+	if _, ok := j.Status("new"); ok {
+		t.Error("Status(new) known after a lean Append of Done, want unknown")
+	}
+	for key, want := range map[string]checkpoint.Status{"old": checkpoint.Done, "retried": checkpoint.Done, "bad": checkpoint.Bad} {
+		if st, ok := j.Status(key); !ok || st != want {
+			t.Errorf("Status(%s) = %v, %v; want %v", key, st, ok, want)
+		}
+	}
+	must(t, j.Close())
+	j, err = checkpoint.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if d, f, b := j.Counts(); d != 3 || f != 0 || b != 1 {
+		t.Errorf("after reopening: Counts() = %d, %d, %d; want 3 done, 0 failed, 1 bad", d, f, b)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLockFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	l, err := checkpoint.LockFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.LockFile(path); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("second LockFile(%s) error = %v, want ErrLocked", path, err)
+	}
+	must(t, l.Close())
+	must(t, l.Close())
+	l2, err := checkpoint.LockFile(path)
+	if err != nil {
+		t.Fatalf("LockFile after Close: %v", err)
+	}
+	must(t, l2.Close())
+}

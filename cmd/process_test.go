@@ -730,8 +730,7 @@ func TestLockedCheckpoint(t *testing.T) {
 		skip  string
 	}{
 		{name: "same output"},
-		{name: "same output, other checkpoint", extra: []string{"--checkpoint", "other.ckpt"},
-			skip: "known bug: only the checkpoint is locked, so two runs append to the same results file"},
+		{name: "same output, other checkpoint", extra: []string{"--checkpoint", "other.ckpt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

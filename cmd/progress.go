@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/llm"
 )
 
 // countLines counts the newlines of a regular input file in the background,
@@ -131,13 +132,14 @@ func logLines(ctx context.Context, w io.Writer, every time.Duration, c *batch.Co
 	}
 }
 
-func printSummary(w io.Writer, s *batch.Summary) {
+func printSummary(w io.Writer, s *batch.Summary, cs llm.Stats) {
 	rate := 0.0
 	if secs := s.Elapsed.Seconds(); secs > 0 {
 		rate = float64(s.Done+s.Failed) / secs
 	}
 	fmt.Fprintf(w, "llmbatch: %d done, %d failed, %d bad lines, %d skipped (done earlier)", s.Done, s.Failed+s.SkippedFailed, s.Bad, s.Skipped)
-	fmt.Fprintf(w, "; %d retries; %d+%d tokens; %s, %.1f items/s\n", s.Retries, s.PromptTokens, s.OutputTokens, s.Elapsed.Round(time.Millisecond), rate)
+	fmt.Fprintf(w, "; %d requests, %d retries, %d rate-limited; %d+%d tokens; %s, %.1f items/s\n",
+		cs.Attempts, cs.Retries, cs.RateLimited, s.PromptTokens, s.OutputTokens, s.Elapsed.Round(time.Millisecond), rate)
 	fmt.Fprintf(w, "llmbatch: results in %s\n", s.Output)
 	if s.Failed+s.SkippedFailed+s.Bad > 0 {
 		fmt.Fprintf(w, "llmbatch: errors in %s (rerun with --retry-failed to redo failed items)\n", s.Errors)

@@ -3,12 +3,14 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/llm"
 )
 
 // Report is the machine-readable summary written by --report.
@@ -35,13 +37,21 @@ type Report struct {
 	RetriesByStatus map[string]int64 `json:"retries_by_status"`
 	RateLimited     int64            `json:"rate_limited"`
 	WaitSecs        float64          `json:"wait_seconds"`
+	Limits          []EffectiveLimit `json:"effective_limits,omitempty"`
 	Tokens          struct {
 		Prompt     int64 `json:"prompt"`
 		Completion int64 `json:"completion"`
 	} `json:"tokens"`
 }
 
-func newReport(opts *RunOptions, started time.Time, s *batch.Summary, runErr error) *Report {
+// EffectiveLimit is the pacing in force for a model when the run ended.
+type EffectiveLimit struct {
+	Model string  `json:"model"`
+	RPM   float64 `json:"rpm,omitempty"`
+	TPM   float64 `json:"tpm,omitempty"`
+}
+
+func newReport(opts *RunOptions, started time.Time, s *batch.Summary, runErr error, cs llm.Stats, lim *llm.Limiter) *Report {
 	r := &Report{Version: Version, Input: opts.Input, Output: opts.Output, ExitCode: codeOf(runErr),
 		Started: started.UTC().Format(time.RFC3339), RetriesByStatus: map[string]int64{}}
 	if runErr != nil && r.ExitCode != exitFailedItems {
@@ -57,7 +67,14 @@ func newReport(opts *RunOptions, started time.Time, s *batch.Summary, runErr err
 	}
 	r.Items.Read, r.Items.Done, r.Items.Failed, r.Items.Bad = s.Read, s.Done, s.Failed, s.Bad
 	r.Items.Skipped, r.Items.SkippedFailed = s.Skipped, s.SkippedFailed
-	r.Requests, r.Retries = s.Attempts, s.Retries
+	r.Requests, r.Retries, r.RetriesByStatus, r.RateLimited = cs.Attempts, cs.Retries, cs.RetriesByStatus, cs.RateLimited
+	r.WaitSecs = cs.Waited.Seconds()
+	for _, m := range lim.Models() {
+		rpm, tpm := lim.Effective(m)
+		if rpm > 0 || tpm > 0 {
+			r.Limits = append(r.Limits, EffectiveLimit{Model: m, RPM: math.Round(rpm), TPM: math.Round(tpm)})
+		}
+	}
 	r.Tokens.Prompt, r.Tokens.Completion = s.PromptTokens, s.OutputTokens
 	return r
 }

@@ -51,6 +51,12 @@ type RunOptions struct {
 	Adapt      bool          // learn the server's limits from 429s and rate-limit headers
 	BreakAfter time.Duration // stop when every attempt has failed for this long
 
+	Merge       bool // pack small items into merged requests
+	BatchItems  int  // items per merged request at most
+	BatchTokens int  // estimated prompt tokens per merged request at most
+	JSONMode    bool // ask for JSON mode in merged requests
+	DryRun      bool // send nothing: report what a run would send
+
 	RetryFailed bool
 	Report      string        // write the run summary as JSON here
 	MetricsFile string        // write the run summary in the Prometheus text format here
@@ -140,6 +146,11 @@ The API key is read from the environment, never from a flag:
 	fl.StringVar(&templateFile, "template-file", "", "read the --template from a file")
 	fl.IntVar(&maxTokens, "max-tokens", 0, "max_tokens passed to the API")
 	fl.Float64Var(&temperature, "temperature", 0, "temperature passed to the API")
+	fl.BoolVar(&opts.Merge, "merge", false, "pack small items into merged requests (one answer per item is still checked by id)")
+	fl.IntVar(&opts.BatchItems, "batch-items", 20, "items per merged request at most")
+	fl.IntVar(&opts.BatchTokens, "batch-tokens", 8000, "prompt tokens per merged request at most (counted with a tokenizer, 10% margin)")
+	fl.BoolVar(&opts.JSONMode, "json-mode", true, "ask for response_format json_object in merged requests (turned off by itself if the server refuses it)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "send nothing: print the items, requests and tokens a run would send, and the least time the limits allow")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids (default OUTPUT.ckpt)")
 	fl.BoolVar(&opts.RetryFailed, "retry-failed", false, "also redo items recorded as failed")
 	fl.StringVar(&opts.Report, "report", "", "write the run summary as JSON to this file")
@@ -167,44 +178,72 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	defer closeIn()
+	cfg := batch.Config{
+		Input: in, InputPath: opts.Input, Output: opts.Output, Checkpoint: opts.Checkpoint,
+		Concurrency: opts.Concurrency, Model: opts.Model, System: opts.System, Template: opts.Template,
+		MaxTokens: opts.MaxTokens, Temperature: opts.Temperature, RetryFailed: opts.RetryFailed,
+		Merge: opts.Merge, JSONMode: opts.JSONMode, Stop: opts.Stop, Logger: log,
+	}
+	if cfg.Model == "" {
+		cfg.Model = presets[opts.Provider].Model
+	}
+	if opts.Merge || opts.DryRun {
+		cfg.Packer = packerConfig(opts, cfg.Model, log)
+	}
+	if opts.DryRun {
+		return dryRun(ctx, opts, cfg)
+	}
 	ep, closeEP, err := resolveEndpoint(opts, log)
 	if err != nil {
 		return err
 	}
 	defer closeEP()
-
-	lim := llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
+	cfg.Limiter = llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
 		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log})
-	client, err := llm.New(llm.Config{
+	cfg.Client, err = llm.New(llm.Config{
 		BaseURL: ep.baseURL, APIKey: ep.key, Timeout: opts.Timeout, Concurrency: opts.Concurrency,
 		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
-		Limiter: lim, UserAgent: "llmbatch/" + Version, Logger: log,
+		Limiter: cfg.Limiter, UserAgent: "llmbatch/" + Version, Logger: log,
 	})
 	if err != nil {
 		return &UsageError{err}
 	}
-	counters := &batch.Counters{}
-	cfg := batch.Config{
-		Input: in, InputPath: opts.Input, Output: opts.Output, Checkpoint: opts.Checkpoint,
-		Client: client, Limiter: lim, Concurrency: opts.Concurrency,
-		Model: ep.model, System: opts.System, Template: opts.Template,
-		MaxTokens: opts.MaxTokens, Temperature: opts.Temperature,
-		RetryFailed: opts.RetryFailed, Stop: opts.Stop, Counters: counters, Logger: log,
-	}
+	cfg.Counters = &batch.Counters{}
 	started := time.Now()
-	stopProgress := startProgress(ctx, opts, counters, countLines(opts.Input))
+	stopProgress := startProgress(ctx, opts, cfg.Counters, countLines(opts.Input))
 	sum, err := batch.Run(ctx, cfg)
 	stopProgress()
+	cs := cfg.Client.Stats()
 	if sum != nil && !opts.Quiet {
-		printSummary(opts.IO.ErrOut, sum)
+		printSummary(opts.IO.ErrOut, sum, cs)
 	}
 	if err == nil && !sum.Complete() {
 		err = errSomeFailed
+		if opts.Quiet { // -q keeps warnings: say so in one line
+			fmt.Fprintf(opts.IO.ErrOut, "llmbatch: %d items without a result; see %s\n",
+				sum.Failed+sum.SkippedFailed+sum.Bad, sum.Errors)
+		}
 	}
-	if rerr := writeReport(opts, newReport(opts, started, sum, err)); rerr != nil {
+	if rerr := writeReport(opts, newReport(opts, started, sum, err, cs, cfg.Limiter)); rerr != nil {
 		log.Error("cannot write the report", "err", rerr)
 	}
 	return err
+}
+
+// packerConfig sets the merged-request caps, counting tokens with the
+// model's tokenizer plus a 10% margin (providers' own tokenizers differ).
+func packerConfig(opts *RunOptions, model string, log *slog.Logger) batch.PackerConfig {
+	pc := batch.PackerConfig{MaxItems: opts.BatchItems, MaxTokens: opts.BatchTokens}
+	tk, err := llm.NewTokenizer(llm.EncodingFor(model))
+	if err == nil {
+		err = tk.Load()
+	}
+	if err != nil {
+		log.Warn("no tokenizer; estimating tokens from characters", "err", err)
+		return pc
+	}
+	pc.Count = func(s string) int { return tk.Count(s) * 11 / 10 }
+	return pc
 }
 
 func validate(opts *RunOptions) error {
@@ -221,6 +260,8 @@ func validate(opts *RunOptions) error {
 		return usageErr("--base-delay and --max-delay must not be negative")
 	case opts.MaxTokens != nil && *opts.MaxTokens < 1:
 		return usageErr("--max-tokens must be at least 1")
+	case opts.BatchItems < 1 || opts.BatchTokens < 1:
+		return usageErr("--batch-items and --batch-tokens must be at least 1")
 	case opts.Progress != "auto" && opts.Progress != "on" && opts.Progress != "off":
 		return usageErr("--progress must be auto, on or off, not %q", opts.Progress)
 	}
@@ -258,7 +299,7 @@ func unwrapPath(err error) error {
 
 // endpoint is where and as whom requests go.
 type endpoint struct {
-	baseURL, key, model string
+	baseURL, key string
 }
 
 // resolveEndpoint applies the provider preset, reads the key from the
@@ -269,12 +310,9 @@ func resolveEndpoint(opts *RunOptions, log *slog.Logger) (endpoint, func(), erro
 	if opts.Provider != "" && !ok {
 		return endpoint{}, none, usageErr("unknown --provider %q (known: %s)", opts.Provider, strings.Join(presetNames(), ", "))
 	}
-	ep := endpoint{baseURL: p.BaseURL, model: p.Model}
+	ep := endpoint{baseURL: p.BaseURL}
 	if opts.BaseURL != "" {
 		ep.baseURL = opts.BaseURL
-	}
-	if opts.Model != "" {
-		ep.model = opts.Model
 	}
 	closeEP := none
 	if opts.Provider == "mock" && opts.BaseURL == "" {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,5 +180,57 @@ func TestRunReport(t *testing.T) {
 		if !strings.Contains(string(m), want) {
 			t.Errorf("metrics file lacks %q:\n%s", want, m)
 		}
+	}
+}
+
+// TestDryRunMatchesARealRun checks the dry-run's requests against what a
+// real run on the mock sends, with and without merging.
+func TestDryRunMatchesARealRun(t *testing.T) {
+	var lines []string
+	for i := range 45 {
+		lines = append(lines, fmt.Sprintf(`{"id":"d%d","prompt":"short text %d"}`, i, i))
+	}
+	lines = append(lines, `{"id":"conv","messages":[{"role":"user","content":"alone"}]}`, `broken`)
+	for _, merge := range []bool{false, true} {
+		t.Run(fmt.Sprintf("merge=%v", merge), func(t *testing.T) {
+			in := writeInput(t, lines...)
+			args := []string{"run", "--provider", "mock", "--batch-items", "10", in}
+			if merge {
+				args = append([]string{"run", "--merge"}, args[1:]...)
+			}
+			code, stdout, stderr := execute(t, nil, append(args, "--dry-run")...)
+			if code != exitOK {
+				t.Fatalf("dry run: exit %d\n%s", code, stderr)
+			}
+			if _, err := os.Stat(strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"); err == nil {
+				t.Error("the dry run wrote a results file")
+			}
+			want := "46 one per item; 6 merged"
+			if !strings.Contains(stdout, want) || !strings.Contains(stdout, "1 bad lines") {
+				t.Errorf("dry run says:\n%s\nwant %q and 1 bad line", stdout, want)
+			}
+			report := filepath.Join(t.TempDir(), "r.json")
+			execute(t, nil, append(args, "--report", report)...)
+			var r Report
+			b, _ := os.ReadFile(report)
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			wantRequests := int64(46)
+			if merge {
+				wantRequests = 6
+			}
+			if r.Requests != wantRequests || r.Items.Done != 46 {
+				t.Errorf("real run: %d requests for %d items, want %d for 46 as the dry run said", r.Requests, r.Items.Done, wantRequests)
+			}
+		})
+	}
+}
+
+func TestQuietStillSaysSomethingFailed(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"x"}`, `not json`)
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "-q", in)
+	if code != exitFailedItems || !strings.Contains(stderr, "1 items without a result") {
+		t.Errorf("exit %d, stderr %q; want %d and a one-line warning", code, stderr, exitFailedItems)
 	}
 }

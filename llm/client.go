@@ -48,6 +48,7 @@ type Client struct {
 	endpoint string
 	http     HTTPClient
 	log      *slog.Logger
+	stats    stats
 }
 
 // New validates cfg and returns a client.
@@ -163,6 +164,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if err != nil {
 			return nil, n - 1, stopped(err, last)
 		}
+		c.stats.attempts.Add(1)
 		resp, err := c.attempt(ctx, req.Body)
 		c.report(p, resp, err)
 		if err == nil {
@@ -181,6 +183,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if n >= c.cfg.MaxAttempts {
 			return nil, n, err
 		}
+		c.stats.retried(last, d)
 		c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
 			"kind", last.Kind.String(), "delay", d, "hint", last.RetryAfter > 0)
 		if err := c.wait(ctx, d, last); err != nil {
@@ -196,6 +199,9 @@ func (c *Client) report(p *permit, resp *Response, err error) {
 	case err == nil:
 		p.done(resp.Header, nil)
 	case errors.As(err, &ae):
+		if ae.Kind == RateLimited {
+			c.stats.limited.Add(1)
+		}
 		p.done(ae.header, ae)
 	default: // the caller's context ended: say nothing of the server
 		p.release()

@@ -1,0 +1,43 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/llmbatch/llmbatch/batch"
+)
+
+// dryRun prints what a run would send, and the least time the limits
+// allow, without sending anything or taking any lock.
+func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config) error {
+	e, err := batch.EstimateRun(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	w := opts.IO.Out
+	fmt.Fprintf(w, "items:            %d read", e.Items)
+	if e.Bad+e.DoneEarlier+e.FailedBefore > 0 {
+		fmt.Fprintf(w, " (%d bad lines, %d done earlier, %d failed earlier)", e.Bad, e.DoneEarlier, e.FailedBefore)
+	}
+	fmt.Fprintf(w, "\nto send:          %d items\n", e.ToSend)
+	fmt.Fprintf(w, "requests:         %d one per item; %d merged (--batch-items %d, --batch-tokens %d)\n",
+		e.Requests, e.MergedRequests, opts.BatchItems, opts.BatchTokens)
+	fmt.Fprintf(w, "tokens:           ~%d one per item; ~%d merged (prompts plus max_tokens, as --tpm counts them)\n",
+		e.Tokens, e.MergedTokens)
+	if opts.RPM == 0 && opts.TPM == 0 {
+		fmt.Fprintln(w, "least time:       no --rpm or --tpm given: bound by the server and -j")
+		return nil
+	}
+	fmt.Fprintf(w, "least time:       %s one per item; %s merged (at --rpm %d, --tpm %d)\n",
+		round(batch.Least(e.Requests, e.Tokens, opts.RPM, opts.TPM)),
+		round(batch.Least(e.MergedRequests, e.MergedTokens, opts.RPM, opts.TPM)), opts.RPM, opts.TPM)
+	return nil
+}
+
+func round(d time.Duration) string {
+	if d > time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
