@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -166,6 +167,12 @@ The API key is read from the environment, never from a flag:
 }
 
 func runRun(ctx context.Context, opts *RunOptions) error {
+	if opts.Getenv("GOGC") == "" {
+		// The long-lived data of a run (the set of ids seen) holds no
+		// pointers, so collecting more often costs little and keeps the
+		// peak memory of a million-item run well under 100 MB.
+		debug.SetGCPercent(50)
+	}
 	log, err := newLogger(opts)
 	if err != nil {
 		return err

@@ -177,7 +177,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 			return nil, n, err
 		}
 		d := c.delay(n, last)
-		if last.Kind == RateLimited && c.cfg.Limiter != nil {
+		if last.Kind == RateLimited && !last.tokenLimit && c.cfg.Limiter != nil {
 			c.cfg.Limiter.lane(req.Model).pause(d) // every worker of this model waits
 		}
 		if n >= c.cfg.MaxAttempts {
@@ -230,8 +230,8 @@ func (c *Client) delay(n int, ae *APIError) time.Duration {
 // wait sleeps for d before a retry. After a rate limit the closed gate of
 // the limiter does the waiting, in the next Wait.
 func (c *Client) wait(ctx context.Context, d time.Duration, ae *APIError) error {
-	if ae.Kind == RateLimited && c.cfg.Limiter != nil {
-		return nil
+	if ae.Kind == RateLimited && !ae.tokenLimit && c.cfg.Limiter != nil {
+		return nil // the lane's gate holds every request of the model
 	}
 	return sleep(ctx, d, c.cfg.Limiter.Done())
 }

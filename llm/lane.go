@@ -3,9 +3,6 @@ package llm
 import (
 	"context"
 	"math"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,11 +16,11 @@ import (
 const (
 	decreaseTo   = 0.95 // of the measured throughput, after a 429
 	decreaseMax  = 0.9  // of the current limit: a 429 always lowers it this much at least
-	decreaseMin  = 0.5  // of the current limit: never lower it more in one step
+	decreaseMin  = 0.5  // of the current limit: never lower it more in one step on a weak measure
 	increaseStep = 0.01 // per success, in requests/s (tokens/s: this share of the request's tokens)
 	minMeasure   = 200 * time.Millisecond
-	minCount     = 5        // successes that make a measure trusted without bounds
-	minRate      = 1.0 / 60 // one request a minute
+	minCount     = 5 // successes that make a measure trusted without bounds
+	minRate      = 1.0 / 60
 )
 
 // lane is the pacing of one model.
@@ -36,11 +33,23 @@ type lane struct {
 	rpmCeil    float64       // per second; +Inf when none was configured
 	tpmCeil    float64
 	pauseUntil time.Time
-	gen        int       // bumped by each decrease
-	epoch      time.Time // start of the current measure: the end of the last pause
-	okReqs     float64   // successes since epoch
-	okTokens   float64   // their tokens
 	rateBound  time.Time // last time a waiter had to wait for the request or token rate
+
+	// The server's token window, as its x-ratelimit-*-tokens headers last
+	// told it, less what was sent since. A request that does not fit waits
+	// for the reset on its own; smaller ones that fit go ahead of it.
+	tokLeft  int
+	tokReset time.Time // zero: unknown
+
+	// Learning (Adapt). A 429 schedules a decrease for when its pause ends,
+	// by which time the requests sent before it have been answered, so what
+	// got through can be measured.
+	gen       int       // bumped by each 429 that schedules a decrease
+	epoch     time.Time // start of the current measure
+	okReqs    float64   // successes since epoch
+	okTokens  float64   // their tokens
+	decideAt  time.Time // zero: no decrease pending
+	decideTok bool      // the pending decrease is of the token limit
 
 	inflight int
 	conc     float64       // allowed in flight; 0: no limit
@@ -49,7 +58,8 @@ type lane struct {
 }
 
 func newLane(l *Limiter, model string) *lane {
-	ln := &lane{l: l, model: model, epoch: l.now(), rpmCeil: math.Inf(1), tpmCeil: math.Inf(1), wake: make(chan struct{})}
+	now := l.now()
+	ln := &lane{l: l, model: model, epoch: now, rpmCeil: math.Inf(1), tpmCeil: math.Inf(1), wake: make(chan struct{})}
 	keep := 1 - l.cfg.Margin
 	if l.cfg.RPM > 0 {
 		ln.rpmCeil = float64(l.cfg.RPM) / 60 * keep
@@ -57,7 +67,7 @@ func newLane(l *Limiter, model string) *lane {
 	}
 	if l.cfg.TPM > 0 {
 		ln.tpmCeil = float64(l.cfg.TPM) / 60 * keep
-		ln.tpm = rate.NewLimiter(rate.Limit(ln.tpmCeil), tokenBurst(ln.tpmCeil))
+		ln.tpm = newTokenLimiter(ln.tpmCeil, now)
 	}
 	if l.cfg.Concurrency > 0 {
 		ln.conc, ln.concMax = float64(l.cfg.Concurrency), float64(l.cfg.Concurrency)
@@ -65,8 +75,17 @@ func newLane(l *Limiter, model string) *lane {
 	return ln
 }
 
-// tokenBurst is a second's worth of tokens: requests bigger than that take
-// the budget in several reservations (see take).
+// newTokenLimiter returns a token bucket holding a second's worth at most
+// and starting empty: a full bucket would add a second's worth to the first
+// window the server counts.
+func newTokenLimiter(perSecond float64, now time.Time) *rate.Limiter {
+	lim := rate.NewLimiter(rate.Limit(perSecond), tokenBurst(perSecond))
+	lim.ReserveN(now, lim.Burst())
+	return lim
+}
+
+// tokenBurst is a second's worth: small against any window a server
+// counts tokens in, yet larger than most single requests.
 func tokenBurst(perSecond float64) int { return max(1, int(perSecond)) }
 
 // acquire waits for the gate, a concurrency slot, a request and the tokens.
@@ -78,17 +97,13 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 		if err := ln.waitGate(ctx, closed); err != nil {
 			return nil, err
 		}
+		ln.decide()
 		slot, err := ln.takeSlot(ctx, closed)
 		if err != nil {
 			return nil, err
 		}
 		p := &permit{ln: ln, tokens: tokens, slot: slot}
-		rpm, tpm := ln.limiters()
-		if err := ln.take(ctx, rpm, 1, closed); err != nil {
-			p.release()
-			return nil, err
-		}
-		if err := ln.take(ctx, tpm, tokens, closed); err != nil {
+		if err := ln.takeRates(ctx, tokens, closed); err != nil {
 			p.release()
 			return nil, err
 		}
@@ -100,6 +115,20 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 		}
 		p.release()
 	}
+}
+
+func (ln *lane) takeRates(ctx context.Context, tokens int, closed <-chan struct{}) error {
+	rpm, tpm := ln.limiters()
+	if err := ln.take(ctx, rpm, 1, closed); err != nil {
+		return err
+	}
+	if tokens <= 0 {
+		return nil
+	}
+	if err := ln.fitWindow(ctx, tokens, closed); err != nil {
+		return err
+	}
+	return ln.takeTokens(ctx, tpm, tokens, closed)
 }
 
 func (ln *lane) limiters() (rpm, tpm *rate.Limiter) {
@@ -135,10 +164,10 @@ func (ln *lane) pause(d time.Duration) {
 	ln.mu.Unlock()
 }
 
-// take waits for n units of lim. A request bigger than the burst waits only
-// for the first burst's worth and leaves the rest as a debt that later
-// requests wait out: a big request goes at once, and the rate holds over
-// time, as servers counting tokens per window see it.
+// take waits for n units of lim, in turn. A request bigger than the burst
+// waits only for the first burst's worth and leaves the rest as a debt that
+// later requests wait out: the rate holds over time, as servers counting
+// per window see it.
 func (ln *lane) take(ctx context.Context, lim *rate.Limiter, n int, closed <-chan struct{}) error {
 	if lim == nil || n <= 0 {
 		return nil
@@ -162,6 +191,55 @@ func (ln *lane) take(ctx context.Context, lim *rate.Limiter, n int, closed <-cha
 		return err
 	}
 	return nil
+}
+
+// takeTokens takes n tokens without holding up smaller requests: it waits,
+// outside the queue, until the bucket holds them (or a full bucket, for a
+// request bigger than that), and only queues once it has waited as long as
+// the tokens take to earn, so a big request is not starved by small ones.
+func (ln *lane) takeTokens(ctx context.Context, lim *rate.Limiter, n int, closed <-chan struct{}) error {
+	if lim == nil {
+		return nil
+	}
+	start := ln.l.now()
+	patience := time.Duration(float64(n) / float64(lim.Limit()) * float64(time.Second))
+	for {
+		now := ln.l.now()
+		k := min(n, lim.Burst())
+		have := lim.TokensAt(now)
+		waited := now.Sub(start)
+		if have >= float64(k) || waited >= patience {
+			return ln.take(ctx, lim, n, closed)
+		}
+		ln.mu.Lock()
+		ln.rateBound = now
+		ln.mu.Unlock()
+		d := time.Duration((float64(k) - have) / float64(lim.Limit()) * float64(time.Second))
+		if err := sleep(ctx, min(max(d, time.Millisecond), patience-waited), closed); err != nil {
+			return err
+		}
+	}
+}
+
+// fitWindow waits, for this request only, until it fits in what the server
+// said is left of its token window, and counts it against that.
+func (ln *lane) fitWindow(ctx context.Context, n int, closed <-chan struct{}) error {
+	for {
+		ln.mu.Lock()
+		now := ln.l.now()
+		if ln.tokReset.IsZero() || !now.Before(ln.tokReset) || n <= ln.tokLeft {
+			if !ln.tokReset.IsZero() && now.Before(ln.tokReset) {
+				ln.tokLeft -= n
+			}
+			ln.mu.Unlock()
+			return nil
+		}
+		d := ln.tokReset.Sub(now)
+		ln.mu.Unlock()
+		if err := sleep(ctx, d, closed); err != nil {
+			return err
+		}
+	}
 }
 
 // takeSlot waits until fewer than conc requests are in flight and reports
@@ -228,118 +306,4 @@ func raise(lim *rate.Limiter, step, ceil float64, tokens bool) {
 	if tokens {
 		lim.SetBurst(tokenBurst(r))
 	}
-}
-
-// rateLimited pauses the lane for the 429's hint (or a second) and, with
-// Adapt, lowers the limit it was about, once per round of requests: 429s
-// of requests sent before the last decrease say nothing new.
-func (ln *lane) rateLimited(p *permit, ae *APIError) {
-	d := ae.RetryAfter
-	if d <= 0 {
-		d = time.Second
-	}
-	ln.pause(d)
-	if !ln.l.cfg.Adapt {
-		return
-	}
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if p.gen != ln.gen {
-		return
-	}
-	now := ln.l.now()
-	span := now.Add(d).Sub(ln.epoch)
-	what, was, is := "rpm", 0.0, 0.0
-	if ae.tokenLimit {
-		what = "tpm"
-		ln.tpm, was, is = lower(ln.tpm, ln.okTokens, span, true)
-	} else {
-		ln.rpm, was, is = lower(ln.rpm, ln.okReqs, span, false)
-	}
-	if ln.conc > 0 {
-		ln.conc = max(1, math.Min(ln.conc, float64(ln.inflight+1))*0.75)
-	}
-	ln.gen++
-	ln.epoch, ln.okReqs, ln.okTokens = now.Add(d), 0, 0
-	ln.l.log.Info("limit lowered after a 429", "model", ln.model, "limit", what,
-		"from", perMinute(was), "to", perMinute(is), "pause", d.Round(time.Millisecond))
-}
-
-// lower sets the rate to a little under what got through (ok units over
-// span), and at least decreaseMax below the current rate; on a weak measure
-// it lowers at most to decreaseMin of the current rate. It returns
-// the limiter (created when there was none) and the rates before and after.
-func lower(lim *rate.Limiter, ok float64, span time.Duration, tokens bool) (*rate.Limiter, float64, float64) {
-	cur := math.Inf(1)
-	if lim != nil {
-		cur = float64(lim.Limit())
-	}
-	next := cur * decreaseMax
-	switch {
-	case span >= minMeasure && ok >= minCount:
-		// What got through is a sound measure of the server's limit.
-		next = min(next, decreaseTo*ok/span.Seconds())
-	case span >= minMeasure && ok > 0:
-		next = max(min(next, decreaseTo*ok/span.Seconds()), cur*decreaseMin)
-	case !math.IsInf(cur, 1):
-		next = max(next, cur*decreaseMin)
-	}
-	if math.IsInf(next, 1) {
-		return lim, cur, cur // nothing measured yet: the pause alone must do
-	}
-	next = max(next, minRate)
-	burst := 1
-	if tokens {
-		burst = tokenBurst(next)
-	}
-	if lim == nil {
-		return rate.NewLimiter(rate.Limit(next), burst), cur, next
-	}
-	lim.SetLimit(rate.Limit(next))
-	lim.SetBurst(burst)
-	return lim, cur, next
-}
-
-// remaining slows the lane before the server's window is spent: when the
-// headers say no request, or fewer tokens than this request's, are left, it
-// pauses until the window resets instead of collecting a 429.
-func (ln *lane) remaining(h http.Header, tokens int) {
-	if r, ok := headerInt(h, "x-ratelimit-remaining-requests"); ok && r <= 0 {
-		if d, ok := parseReset(h.Get("x-ratelimit-reset-requests"), ln.l.now()); ok {
-			ln.pause(d)
-		}
-	}
-	if r, ok := headerInt(h, "x-ratelimit-remaining-tokens"); ok && r < max(tokens, 1) {
-		if d, ok := parseReset(h.Get("x-ratelimit-reset-tokens"), ln.l.now()); ok {
-			ln.pause(d)
-		}
-	}
-}
-
-func headerInt(h http.Header, key string) (int, bool) {
-	v := strings.TrimSpace(h.Get(key))
-	if v == "" {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v)
-	return n, err == nil
-}
-
-func (ln *lane) effective() (rpm, tpm float64) {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.rpm != nil {
-		rpm = float64(ln.rpm.Limit()) * 60
-	}
-	if ln.tpm != nil {
-		tpm = float64(ln.tpm.Limit()) * 60
-	}
-	return rpm, tpm
-}
-
-func perMinute(perSecond float64) string {
-	if math.IsInf(perSecond, 1) || perSecond == 0 {
-		return "none"
-	}
-	return strconv.FormatFloat(perSecond*60, 'f', 0, 64) + "/min"
 }

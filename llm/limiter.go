@@ -209,7 +209,7 @@ func (p *permit) done(h http.Header, err *APIError) {
 		l.health(true)
 	}
 	if h != nil {
-		p.ln.remaining(h, p.tokens)
+		p.ln.remaining(h)
 	}
 }
 

@@ -57,14 +57,16 @@ func TestLimiterTPM(t *testing.T) {
 		tokens []int
 		want   []time.Duration // when each Wait returns
 	}{
-		{"a big request goes at once, the next when its debt is paid", 6000, []int{3000, 3000, 3000, 3000},
-			[]time.Duration{0, 30 * time.Second, 60 * time.Second, 90 * time.Second}},
+		// The bucket holds a second's worth and starts empty, so the first
+		// request waits a second: a full bucket would crowd the first window.
+		{"a big request goes once a second's worth is in, the next when its debt is paid", 6000, []int{3000, 3000, 3000, 3000},
+			[]time.Duration{time.Second, 31 * time.Second, 61 * time.Second, 91 * time.Second}},
 		{"a request over a minute's budget too", 6000, []int{10000, 10000, 100},
-			[]time.Duration{0, 100 * time.Second, 200 * time.Second}},
+			[]time.Duration{time.Second, 101 * time.Second, 201 * time.Second}},
 		{"small requests at the rate", 6000, []int{100, 100, 100},
-			[]time.Duration{0, time.Second, 2 * time.Second}},
+			[]time.Duration{time.Second, 2 * time.Second, 3 * time.Second}},
 		{"zero tokens take none", 60, []int{1, 0, 1},
-			[]time.Duration{0, 0, time.Second}},
+			[]time.Duration{time.Second, time.Second, 2 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

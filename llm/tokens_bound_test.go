@@ -1,0 +1,123 @@
+package llm_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmbatch/llmbatch/llm"
+	"github.com/llmbatch/llmbatch/llm/mock"
+)
+
+type tokenScenario struct {
+	name      string
+	serverTPS int // tokens per one-second window
+	clientTPM int // --tpm, per minute; 0: unset
+	noHeaders bool
+	max429    float64
+	maxSlow   float64
+}
+
+// tokenItems makes n prompts, mostly short, one in ten long (8,000 to
+// 20,000 characters), the long ones carrying most of the tokens.
+func tokenItems(n int) []string {
+	r := rand.New(rand.NewPCG(1, 2))
+	items := make([]string, n)
+	for i := range items {
+		size := 100 + r.IntN(200)
+		if i%10 == 3 {
+			size = 8000 + r.IntN(12000)
+		}
+		items[i] = fmt.Sprintf("item %d ", i) + strings.Repeat("x", size)
+	}
+	return items
+}
+
+// runTokens pushes the items through an adaptive limiter against the mock
+// limiting tokens per one-second window, under synctest's fake clock. It
+// returns the time taken, the 429s, the ideal time, and the longest a short
+// item waited from its turn to its answer.
+func runTokens(t *testing.T, sc tokenScenario, items []string) (took time.Duration, limited int64, ideal time.Duration, shortWait time.Duration) {
+	synctest.Test(t, func(t *testing.T) {
+		h := mock.New(mock.Config{TPM: sc.serverTPS, Window: time.Second, Latency: 50 * time.Millisecond})
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{TPM: sc.clientTPM * 60, Adapt: true, Margin: 0.03, Concurrency: 32})
+		c, err := llm.New(llm.Config{BaseURL: "http://mock/v1", HTTPClient: handlerClient{h, sc.noHeaders},
+			Limiter: lim, MaxAttempts: 100, Backoff: llm.FullJitter(100*time.Millisecond, 2*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var next atomic.Int64
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range 32 {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(items)); i = next.Add(1) - 1 {
+					p := items[i]
+					body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":%q}]}`, p)
+					began := time.Now()
+					if _, _, err := c.Do(context.Background(), &llm.Request{Model: "m", Body: []byte(body), Tokens: len(p)/4 + 4}); err != nil {
+						t.Errorf("item %d: %v", i, err)
+					}
+					if len(p) < 1000 {
+						mu.Lock()
+						shortWait = max(shortWait, time.Since(began))
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took = time.Since(start)
+		st := h.Stats()
+		limited = st.RateLimited
+		ideal = time.Duration(float64(st.PromptTokens) / float64(sc.serverTPS) * float64(time.Second))
+	})
+	return took, limited, ideal, shortWait
+}
+
+// TestTokenBound checks pacing against a server limiting tokens, not
+// requests: told the limit or not, the run keeps near the ideal time with
+// few 429s. The bounds are loose; bench/ has the figures.
+func TestTokenBound(t *testing.T) {
+	items := tokenItems(benchN(600))
+	for _, sc := range []tokenScenario{
+		// Loose bounds: goroutine order varies from run to run, and with it
+		// how well long items pack into one-second windows (±15%). They
+		// catch a limiter that does not pace tokens (13x slower before).
+		{name: "tpm told, headers", serverTPS: 20000, clientTPM: 20000, max429: 0.05, maxSlow: 1.7},
+		{name: "tpm told, no headers", serverTPS: 20000, clientTPM: 20000, noHeaders: true, max429: 0.05, maxSlow: 1.7},
+		{name: "not told, headers", serverTPS: 20000, max429: 0.08, maxSlow: 1.8},
+		{name: "not told, no headers", serverTPS: 20000, noHeaders: true, max429: 0.1, maxSlow: 1.8},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			took, limited, ideal, shortWait := runTokens(t, sc, items)
+			share := float64(limited) / float64(int64(len(items))+limited)
+			t.Logf("%s: %v (%.2fx ideal %v), %d 429s (%.1f%%), longest short item %v", sc.name, took.Round(time.Millisecond),
+				took.Seconds()/ideal.Seconds(), ideal.Round(time.Millisecond), limited, 100*share, shortWait.Round(time.Millisecond))
+			if share > sc.max429 {
+				t.Errorf("%.1f%% of requests got 429, want at most %.1f%%", 100*share, 100*sc.max429)
+			}
+			if took.Seconds() > sc.maxSlow*ideal.Seconds() {
+				t.Errorf("took %v, want at most %.2fx the ideal %v", took, sc.maxSlow, ideal)
+			}
+		})
+	}
+}
+
+// benchN is the item count of the scenario tests: LLMBATCH_SCENARIO_N
+// makes them longer, for the figures in bench/README.md.
+func benchN(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("LLMBATCH_SCENARIO_N")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
