@@ -27,6 +27,7 @@ type Config struct {
 	Template    string   // Go text/template over the record's fields, making the prompt
 	MaxTokens   *int     // max_tokens for records that do not set it
 	Temperature *float64 // temperature for records that do not set it
+	Fallbacks   []string // models tried in order for an item whose attempts failed on 5xx, no answer or an unknown model
 
 	Merge    bool         // pack small items into merged requests (DESIGN §4)
 	Packer   PackerConfig // the caps of merged requests

@@ -434,3 +434,31 @@ func TestRunLockedCheckpoint(t *testing.T) {
 		t.Errorf("error = %v, want a SetupError for a locked checkpoint", err)
 	}
 }
+
+func TestRunFallbackModels(t *testing.T) {
+	srv := newCounting(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req llm.ChatRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		switch req.Model {
+		case "primary":
+			w.WriteHeader(503)
+			fmt.Fprint(w, `{"error":{"message":"overloaded"}}`)
+		case "gone":
+			w.WriteHeader(404)
+			fmt.Fprint(w, `{"error":{"message":"The model does not exist","code":"model_not_found"}}`)
+		default:
+			fmt.Fprintf(w, `{"model":%q,"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`, req.Model)
+		}
+	}))
+	j := newJob(t, srv, prompts(3)...)
+	sum, err := j.run(func(c *Config) { c.Model, c.Fallbacks = "primary", []string{"gone", "backup"} })
+	if err != nil || sum.Done != 3 {
+		t.Fatalf("Run() = %+v, %v; want 3 done", sum, err)
+	}
+	for _, l := range lines(t, j.out()) {
+		// 4 attempts on primary (the job's MaxAttempts), 1 on gone, 1 on backup.
+		if l["model"] != "backup" || l["attempts"].(float64) != 6 {
+			t.Errorf("result %v: want model backup after 6 attempts", l)
+		}
+	}
+}

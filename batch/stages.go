@@ -2,8 +2,10 @@ package batch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
 	"github.com/llmbatch/llmbatch/llm"
@@ -116,20 +118,50 @@ func (r *run) send(ctx context.Context, it *Item) (outcome, bool) {
 	if it.rejected != nil {
 		return outcome{item: it, bad: it.rejected}, true
 	}
-	resp, n, err := r.cfg.Client.Do(ctx, &llm.Request{Model: it.Model, Body: it.Body, Tokens: it.Tokens, Label: it.ID})
-	if err == nil {
-		return outcome{item: it, resp: resp, attempts: n}, true
+	model, body, attempts := it.Model, it.Body, 0
+	for next := 0; ; next++ {
+		resp, n, err := r.cfg.Client.Do(ctx, &llm.Request{Model: model, Body: body, Tokens: it.Tokens, Label: it.ID})
+		attempts += n
+		if err == nil {
+			return outcome{item: it, resp: resp, attempts: attempts}, true
+		}
+		var ae *llm.APIError
+		switch {
+		case ctx.Err() != nil, errors.Is(err, llm.ErrStopped):
+			return outcome{}, false
+		case errors.As(err, &ae) && ae.Kind.StopsRun():
+			r.stop(&StopError{err})
+			return outcome{}, false
+		case next < len(r.cfg.Fallbacks) && fallsBack(ae):
+			if b, berr := withModel(it.Body, r.cfg.Fallbacks[next]); berr == nil {
+				r.cfg.Logger.Info("trying a fallback model", "id", it.ID, "from", model, "to", r.cfg.Fallbacks[next], "err", err)
+				model, body = r.cfg.Fallbacks[next], b
+				continue
+			}
+		}
+		r.cfg.Logger.Debug("item failed", "id", it.ID, "line", it.Line, "attempts", attempts, "err", err)
+		return outcome{item: it, err: err, attempts: attempts}, true
 	}
-	var ae *llm.APIError
-	switch {
-	case ctx.Err() != nil, errors.Is(err, llm.ErrStopped):
-		return outcome{}, false
-	case errors.As(err, &ae) && ae.Kind.StopsRun():
-		r.stop(&StopError{err})
-		return outcome{}, false
+}
+
+// fallsBack reports whether an item that failed so should be tried on the
+// next fallback model: the model is down (5xx, no answer) or unknown.
+func fallsBack(ae *llm.APIError) bool {
+	if ae == nil {
+		return false
 	}
-	r.cfg.Logger.Debug("item failed", "id", it.ID, "line", it.Line, "attempts", n, "err", err)
-	return outcome{item: it, err: err, attempts: n}, true
+	return ae.Kind == llm.Transient || ae.Status == 404 ||
+		strings.Contains(ae.Code, "model_not_found") || strings.Contains(strings.ToLower(ae.Message), "model not found")
+}
+
+// withModel returns body with its model replaced.
+func withModel(body []byte, model string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	m["model"], _ = json.Marshal(model)
+	return json.Marshal(m)
 }
 
 func trimSpace(b []byte) []byte {

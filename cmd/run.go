@@ -52,11 +52,12 @@ type RunOptions struct {
 	Adapt      bool          // learn the server's limits from 429s and rate-limit headers
 	BreakAfter time.Duration // stop when every attempt has failed for this long
 
-	Merge       bool // pack small items into merged requests
-	BatchItems  int  // items per merged request at most
-	BatchTokens int  // estimated prompt tokens per merged request at most
-	JSONMode    bool // ask for JSON mode in merged requests
-	DryRun      bool // send nothing: report what a run would send
+	Fallbacks   []string // models tried in order when an item's attempts fail on 5xx or an unknown model
+	Merge       bool     // pack small items into merged requests
+	BatchItems  int      // items per merged request at most
+	BatchTokens int      // estimated prompt tokens per merged request at most
+	JSONMode    bool     // ask for JSON mode in merged requests
+	DryRun      bool     // send nothing: report what a run would send
 
 	RetryFailed bool
 	Report      string        // write the run summary as JSON here
@@ -132,6 +133,7 @@ The API key is read from the environment, never from a flag:
 	fl.StringVar(&opts.Provider, "provider", "", "preset: "+strings.Join(presetNames(), ", "))
 	fl.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.deepseek.com/v1")
 	fl.StringVar(&opts.Model, "model", "", "model id (records may name their own)")
+	fl.StringSliceVar(&opts.Fallbacks, "fallback-models", nil, "models to try in order for an item whose attempts fail on 5xx, no answer, or an unknown model")
 	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
 	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly 3% under it; 0 for none known")
@@ -189,7 +191,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		Input: in, InputPath: opts.Input, Output: opts.Output, Checkpoint: opts.Checkpoint,
 		Concurrency: opts.Concurrency, Model: opts.Model, System: opts.System, Template: opts.Template,
 		MaxTokens: opts.MaxTokens, Temperature: opts.Temperature, RetryFailed: opts.RetryFailed,
-		Merge: opts.Merge, JSONMode: opts.JSONMode, Stop: opts.Stop, Logger: log,
+		Merge: opts.Merge, JSONMode: opts.JSONMode, Fallbacks: opts.Fallbacks, Stop: opts.Stop, Logger: log,
 	}
 	if cfg.Model == "" {
 		cfg.Model = presets[opts.Provider].Model
