@@ -9,7 +9,7 @@ import (
 
 // NewCmdConfig returns `llmbatch config` with its `init` child.
 func NewCmdConfig(f *Factory) *cobra.Command {
-	c := &cobra.Command{Use: "config", Short: "Manage the TOML config file"}
+	c := &cobra.Command{Use: "config", Short: "Manage the TOML config file", Example: "  llmbatch config init"}
 	var force bool
 	initCmd := &cobra.Command{
 		Use:   "init [FILE]",

@@ -15,7 +15,8 @@ import (
 
 // NewCmdMock returns `llmbatch mock` with its `serve` child.
 func NewCmdMock(f *Factory) *cobra.Command {
-	c := &cobra.Command{Use: "mock", Short: "The built-in fake OpenAI-compatible provider"}
+	c := &cobra.Command{Use: "mock", Short: "The built-in fake OpenAI-compatible provider",
+		Example: "  llmbatch mock serve --addr 127.0.0.1:8080 --rpm 600"}
 	c.AddCommand(newCmdMockServe(f.IO, f.Stop))
 	return c
 }

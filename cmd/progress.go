@@ -53,32 +53,63 @@ func countLines(path string) func() int64 {
 
 // startProgress shows the run's progress until the returned func is called:
 // a bar when ErrOut is a terminal (or --progress on), otherwise a log line
-// every LogEvery, with a warning when nothing has finished for a minute.
-func startProgress(ctx context.Context, opts *RunOptions, c *batch.Counters, total func() int64) func() {
+// every LogEvery, with a warning when nothing has finished for six periods
+// (a minute by default).
+func startProgress(ctx context.Context, opts *RunOptions, c *batch.Counters, total func() int64, stats func() llm.Stats) func() {
 	if opts.Progress == "off" || opts.Quiet {
 		return func() {}
 	}
 	bar := opts.Progress == "on" || (opts.Progress == "auto" && opts.IO.IsStderrTTY())
+	p := &progress{c: c, total: total, stats: stats, start: time.Now()}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		if bar {
-			drawBar(ctx, opts.IO.ErrOut, c, total)
+			p.drawBar(ctx, opts.IO.ErrOut)
 		} else {
-			logLines(ctx, opts.IO.ErrOut, opts.LogEvery, c, total)
+			p.logLines(ctx, opts.IO.ErrOut, opts.LogEvery)
 		}
-	}()
+	})
 	return func() { cancel(); wg.Wait() }
 }
 
-func finished(c *batch.Counters) int64 {
-	return c.Done.Load() + c.Failed.Load() + c.Skipped.Load() + c.SkippedFailed.Load() + c.Bad.Load()
+// progress reads a run's figures for display.
+type progress struct {
+	c     *batch.Counters
+	total func() int64 // 0 while unknown
+	stats func() llm.Stats
+	start time.Time
 }
 
-func drawBar(ctx context.Context, w io.Writer, c *batch.Counters, total func() int64) {
-	max := total()
+// figures is one reading of the run.
+type figures struct {
+	finished, done, failed, skipped, total, left int64 // left: -1 when unknown
+	retries, limited                             int64
+	rate                                         float64       // items answered a second, this run
+	eta                                          time.Duration // 0 when unknown
+}
+
+func (p *progress) read(now time.Time) figures {
+	c := p.c
+	f := figures{done: c.Done.Load(), failed: c.Failed.Load() + c.Bad.Load() + c.SkippedFailed.Load(),
+		skipped: c.Skipped.Load(), total: p.total(), left: -1}
+	f.finished = f.done + f.failed + f.skipped
+	st := p.stats()
+	f.retries, f.limited = st.Retries, st.RateLimited
+	if secs := now.Sub(p.start).Seconds(); secs > 0 {
+		f.rate = float64(c.Done.Load()+c.Failed.Load()) / secs
+	}
+	if f.total > 0 {
+		f.left = max(f.total-f.finished, 0)
+		if f.rate > 0 {
+			f.eta = time.Duration(float64(f.left) / f.rate * float64(time.Second))
+		}
+	}
+	return f
+}
+
+func (p *progress) drawBar(ctx context.Context, w io.Writer) {
+	max := p.total()
 	if max == 0 {
 		max = -1
 	}
@@ -89,14 +120,13 @@ func drawBar(ctx context.Context, w io.Writer, c *batch.Counters, total func() i
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if max < 0 {
-			if n := total(); n > 0 {
-				max = n
-				b.ChangeMax64(n)
-			}
+		f := p.read(time.Now())
+		if max < 0 && f.total > 0 {
+			max = f.total
+			b.ChangeMax64(max)
 		}
-		b.Describe(fmt.Sprintf("failed %d", c.Failed.Load()+c.Bad.Load()))
-		_ = b.Set64(finished(c))
+		b.Describe(fmt.Sprintf("failed %d, retries %d, 429s %d", f.failed, f.retries, f.limited))
+		_ = b.Set64(f.finished)
 		select {
 		case <-ctx.Done():
 			_ = b.Finish()
@@ -106,30 +136,41 @@ func drawBar(ctx context.Context, w io.Writer, c *batch.Counters, total func() i
 	}
 }
 
-func logLines(ctx context.Context, w io.Writer, every time.Duration, c *batch.Counters, total func() int64) {
+func (p *progress) logLines(ctx context.Context, w io.Writer, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	start, last, lastChange := time.Now(), int64(0), time.Now()
+	last, lastChange := int64(0), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			n := finished(c)
-			left := "?"
-			if tot := total(); tot > 0 {
-				left = fmt.Sprint(max(tot-n, 0))
+			f := p.read(now)
+			left, eta := "?", "?"
+			if f.left >= 0 {
+				left = fmt.Sprint(f.left)
 			}
-			fmt.Fprintf(w, "progress: %d finished (%d done, %d failed, %d skipped), %s left, %.1f items/s\n",
-				n, c.Done.Load(), c.Failed.Load()+c.Bad.Load(), c.Skipped.Load(), left,
-				float64(c.Done.Load()+c.Failed.Load())/now.Sub(start).Seconds())
-			if n != last {
-				last, lastChange = n, now
-			} else if now.Sub(lastChange) >= time.Minute {
-				fmt.Fprintf(w, "warning: nothing has finished for %s\n", now.Sub(lastChange).Round(time.Second))
+			if f.eta > 0 {
+				eta = f.eta.Round(time.Second).String()
+			}
+			fmt.Fprintf(w, "progress: %d/%s finished (%d done, %d failed, %d skipped), %s left, %.1f items/s, eta %s, %d retries, %d 429s\n",
+				f.finished, totalText(f.total), f.done, f.failed, f.skipped, left, f.rate, eta, f.retries, f.limited)
+			if f.finished != last {
+				last, lastChange = f.finished, now
+			} else if now.Sub(lastChange) >= 6*every { // a minute at the default period
+
+				fmt.Fprintf(w, "warning: nothing has finished for %s (is the server answering? -v shows every retry)\n",
+					now.Sub(lastChange).Round(time.Second))
 			}
 		}
 	}
+}
+
+func totalText(n int64) string {
+	if n <= 0 {
+		return "?"
+	}
+	return fmt.Sprint(n)
 }
 
 func printSummary(w io.Writer, s *batch.Summary, cs llm.Stats) {

@@ -59,6 +59,10 @@ func NewRootCmd(f *Factory) *cobra.Command {
 /chat/completions endpoint at the provider's limits, retries what can be
 retried, and resumes an interrupted job exactly where it stopped: rerun the
 same command and no item is sent twice once its result is on disk.`,
+		Example: `  llmbatch run --provider mock testdata/tickets.jsonl     # try it, no key needed
+  llmbatch run --provider deepseek -j 16 -o out.jsonl in.jsonl
+  llmbatch status out.jsonl                                # what is done, what is left
+  llmbatch config init                                     # a commented llmbatch.toml`,
 		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -234,3 +234,11 @@ func TestQuietStillSaysSomethingFailed(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %d and a one-line warning", code, stderr, exitFailedItems)
 	}
 }
+
+func TestProgressWarnsWhenStuck(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"one"}`)
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--mock", "latency=900ms", "--progress-every", "100ms", in)
+	if code != exitOK || !strings.Contains(stderr, "warning: nothing has finished for") {
+		t.Errorf("exit %d; want a warning that nothing finished; stderr:\n%s", code, stderr)
+	}
+}
