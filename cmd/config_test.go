@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // parseRun runs `llmbatch run` with args and env up to the options.
@@ -126,5 +127,16 @@ func TestConfigInitWritesAValidStarter(t *testing.T) {
 	}
 	if o.Concurrency != 16 || o.Provider != "deepseek" {
 		t.Errorf("profile deepseek: concurrency %d provider %q", o.Concurrency, o.Provider)
+	}
+}
+
+func TestPresetTimeout(t *testing.T) {
+	o, err := parseRun(t, nil, "--provider", "deepseek", "in.jsonl")
+	if err != nil || o.Timeout != 15*time.Minute {
+		t.Errorf("deepseek preset: timeout %v, %v; want 15m", o.Timeout, err)
+	}
+	o, err = parseRun(t, nil, "--provider", "deepseek", "--timeout", "30s", "in.jsonl")
+	if err != nil || o.Timeout != 30*time.Second {
+		t.Errorf("deepseek preset with --timeout 30s: timeout %v, %v", o.Timeout, err)
 	}
 }

@@ -103,6 +103,9 @@ The API key is read from the environment, never from a flag:
 			if err := applyConfig(c, opts.Getenv, configPath, profile); err != nil {
 				return err
 			}
+			if p := presets[opts.Provider]; p.Timeout > 0 && !c.Flags().Changed("timeout") {
+				opts.Timeout = p.Timeout
+			}
 			if templateFile != "" {
 				if opts.Template != "" && c.Flags().Changed("template") {
 					return usageErr("give --template or --template-file, not both")
@@ -143,7 +146,7 @@ The API key is read from the environment, never from a flag:
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 6, "attempts per request, the first included")
 	fl.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
 	fl.DurationVar(&opts.MaxDelay, "max-delay", time.Minute, "backoff cap (a server's Retry-After is always honoured in full)")
-	fl.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included")
+	fl.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included (default 60s; 10-15m with a --provider preset)")
 	fl.StringVar(&opts.System, "system", "", "system prompt for records without one")
 	fl.StringVar(&opts.Template, "template", "", "Go text/template over the record's fields making the prompt, e.g. 'Classify: {{.text}}'")
 	fl.StringVar(&templateFile, "template-file", "", "read the --template from a file")
