@@ -33,6 +33,9 @@ type Config struct {
 	Packer   PackerConfig // the caps of merged requests
 	JSONMode bool         // ask for response_format json_object in merged requests
 
+	Price   func(model string) (Price, bool) // what a model costs; nil: costs are not counted
+	MaxCost float64                          // stop the run (a StopError) once answers cost this many dollars; 0: no budget
+
 	RetryFailed  bool          // redo items recorded as failed
 	MaxLineBytes int           // longest input line accepted; default 64 MiB
 	SyncEvery    time.Duration // how often results are made durable; default 200ms

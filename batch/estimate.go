@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -19,10 +20,18 @@ type Estimate struct {
 	FailedBefore int64 // items recorded as failed and not to be retried
 	ToSend       int64 // items a run would send
 
-	Requests       int64 // requests without merging: one an item
-	Tokens         int64 // estimated tokens without merging: prompts plus max_tokens, as --tpm counts them
-	MergedRequests int64 // requests with --merge at the configured caps
-	MergedTokens   int64 // the same with --merge
+	Requests       int64                     // requests without merging: one an item
+	Tokens         int64                     // estimated tokens without merging: prompts plus max_tokens, as --tpm counts them
+	MergedRequests int64                     // requests with --merge at the configured caps
+	MergedTokens   int64                     // the same with --merge
+	Models         map[string]*ModelEstimate // the items to send, by model
+}
+
+// ModelEstimate is the part of an Estimate that goes to one model.
+type ModelEstimate struct {
+	Items     int64
+	Tokens    int64 // prompts plus max_tokens
+	MaxOutput int64 // max_tokens summed; -1 when some item has none
 }
 
 // Least returns the least wall time the rpm and tpm limits allow for
@@ -51,7 +60,7 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &SetupError{err}
 	}
-	e := &Estimate{}
+	e := &Estimate{Models: map[string]*ModelEstimate{}}
 	p := NewPacker(cfg.Packer)
 	now := time.Now()
 	lr := newLineReader(cfg.Input, cfg.MaxLineBytes)
@@ -93,6 +102,7 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 		e.ToSend++
 		e.Requests++
 		e.Tokens += int64(it.Tokens)
+		e.addModel(it)
 		e.addGroups(p.Add(it, now))
 	}
 }
@@ -105,5 +115,31 @@ func (e *Estimate) addGroups(gs [][]*Item) {
 			continue
 		}
 		e.MergedTokens += int64(mergedTokens(g))
+	}
+}
+
+// maxTokensOf returns the max_tokens (or max_completion_tokens) of a
+// request body, 0 when it has none.
+func maxTokensOf(body []byte) int {
+	var b struct {
+		MaxTokens           int `json:"max_tokens"`
+		MaxCompletionTokens int `json:"max_completion_tokens"`
+	}
+	_ = json.Unmarshal(body, &b)
+	return max(b.MaxTokens, b.MaxCompletionTokens)
+}
+
+func (e *Estimate) addModel(it *Item) {
+	m := e.Models[it.Model]
+	if m == nil {
+		m = &ModelEstimate{}
+		e.Models[it.Model] = m
+	}
+	m.Items++
+	m.Tokens += int64(it.Tokens)
+	if mt := maxTokensOf(it.Body); mt > 0 && m.MaxOutput >= 0 {
+		m.MaxOutput += int64(mt)
+	} else {
+		m.MaxOutput = -1
 	}
 }

@@ -47,6 +47,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	start := time.Now()
 	r := &run{cfg: &cfg, j: w.j, shaper: shaper, stopped: make(chan struct{})}
 	r.jsonMode.Store(cfg.JSONMode)
+	w.spend = r.spend
 	runErr := r.pipeline(ctx, w)
 	if cerr := w.close(runErr == nil || !errors.As(runErr, new(*WriteError))); cerr != nil && runErr == nil {
 		runErr = cerr

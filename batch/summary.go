@@ -17,6 +17,7 @@ type Counters struct {
 	Attempts      atomic.Int64 // HTTP attempts made for items that ended
 	PromptTokens  atomic.Int64
 	OutputTokens  atomic.Int64
+	Cost          spending // dollars spent, when Config.Price knows the models
 }
 
 // Summary is what a run did.
@@ -24,6 +25,8 @@ type Summary struct {
 	Read, Skipped, SkippedFailed, Done, Failed, Bad int64
 	Attempts, Retries                               int64
 	PromptTokens, OutputTokens                      int64
+	Cost                                            float64 // dollars, for the answers whose model has a price
+	CostUnknown                                     int64   // answers whose model has no price: Cost is then a floor
 	Elapsed                                         time.Duration
 	Output, Errors, Checkpoint                      string
 }
@@ -37,7 +40,7 @@ func (c *Counters) summary(elapsed time.Duration) Summary {
 		Read: c.Read.Load(), Skipped: c.Skipped.Load(), SkippedFailed: c.SkippedFailed.Load(),
 		Done: c.Done.Load(), Failed: c.Failed.Load(), Bad: c.Bad.Load(),
 		Attempts: c.Attempts.Load(), PromptTokens: c.PromptTokens.Load(), OutputTokens: c.OutputTokens.Load(),
-		Elapsed: elapsed,
+		Elapsed: elapsed, Cost: c.Cost.Dollars(), CostUnknown: c.Cost.unknown.Load(),
 	}
 	s.Retries = s.Attempts - s.Done - s.Failed
 	if s.Retries < 0 {

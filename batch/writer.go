@@ -41,6 +41,7 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // appended to the journal only after its line has been fsynced.
 type writer struct {
 	cfg       *Config
+	spend     func(model string, u *usage) // counts the cost of an answer
 	j         *checkpoint.Journal
 	outLock   *checkpoint.FileLock
 	out, errs *appendFile
@@ -101,6 +102,7 @@ func (w *writer) write(o outcome) error {
 		if u := o.usage(); u != nil {
 			c.PromptTokens.Add(int64(u.PromptTokens))
 			c.OutputTokens.Add(int64(u.CompletionTokens))
+			w.spend(o.item.Model, u)
 		}
 		return w.out.write(line)
 	}

@@ -10,7 +10,7 @@ import (
 
 // dryRun prints what a run would send, and the least time the limits
 // allow, without sending anything or taking any lock.
-func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config) error {
+func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config, prices priceTable) error {
 	e, err := batch.EstimateRun(ctx, cfg)
 	if err != nil {
 		return err
@@ -25,6 +25,7 @@ func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config) error {
 		e.Requests, e.MergedRequests, opts.BatchItems, opts.BatchTokens)
 	fmt.Fprintf(w, "tokens:           ~%d one per item; ~%d merged (prompts plus max_tokens, as --tpm counts them)\n",
 		e.Tokens, e.MergedTokens)
+	fmt.Fprintf(w, "cost:             %s\n", estimateCost(e, prices))
 	if opts.RPM == 0 && opts.TPM == 0 {
 		fmt.Fprintln(w, "least time:       no --rpm or --tpm given: bound by the server and -j")
 		return nil
@@ -40,4 +41,32 @@ func round(d time.Duration) string {
 		return d.Round(time.Second).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// estimateCost prices the prompts of the items to send (one per item), and
+// their answers when max_tokens bounds them. A model without a price makes
+// the cost unknown, never 0.
+func estimateCost(e *batch.Estimate, prices priceTable) string {
+	if e.ToSend == 0 {
+		return "$0 (nothing to send)"
+	}
+	var prompts, answers float64
+	bounded := true
+	for model, m := range e.Models {
+		p, ok := prices.lookup(model)
+		if !ok {
+			return fmt.Sprintf("unknown: no price for %q (give one with --price %s=IN/OUT)", model, model)
+		}
+		if m.MaxOutput < 0 {
+			bounded = false
+			prompts += p.Cost(m.Tokens, 0)
+			continue
+		}
+		prompts += p.Cost(m.Tokens-m.MaxOutput, 0)
+		answers += p.Cost(0, m.MaxOutput)
+	}
+	if !bounded {
+		return fmt.Sprintf("~%s for the prompts, plus the answers (no max_tokens to bound them)", money(prompts))
+	}
+	return fmt.Sprintf("~%s for the prompts, at most %s more for the answers (max_tokens)", money(prompts), money(answers))
 }

@@ -181,6 +181,9 @@ func printSummary(w io.Writer, s *batch.Summary, cs llm.Stats) {
 	fmt.Fprintf(w, "llmbatch: %d done, %d failed, %d bad lines, %d skipped (done earlier)", s.Done, s.Failed+s.SkippedFailed, s.Bad, s.Skipped)
 	fmt.Fprintf(w, "; %d requests, %d retries, %d rate-limited; %d+%d tokens; %s, %.1f items/s\n",
 		cs.Attempts, cs.Retries, cs.RateLimited, s.PromptTokens, s.OutputTokens, s.Elapsed.Round(time.Millisecond), rate)
+	if s.Done > 0 {
+		fmt.Fprintf(w, "llmbatch: %s\n", costText(s.Cost, s.CostUnknown))
+	}
 	fmt.Fprintf(w, "llmbatch: results in %s\n", s.Output)
 	if s.Failed+s.SkippedFailed+s.Bad > 0 {
 		fmt.Fprintf(w, "llmbatch: errors in %s (rerun with --retry-failed to redo failed items)\n", s.Errors)

@@ -38,6 +38,8 @@ type Report struct {
 	RateLimited     int64            `json:"rate_limited"`
 	WaitSecs        float64          `json:"wait_seconds"`
 	Limits          []EffectiveLimit `json:"effective_limits,omitempty"`
+	Cost            *float64         `json:"cost_usd"`                // null when unknown
+	CostFloor       bool             `json:"cost_is_floor,omitempty"` // some answers came from models without a price
 	Tokens          struct {
 		Prompt     int64 `json:"prompt"`
 		Completion int64 `json:"completion"`
@@ -76,6 +78,10 @@ func newReport(opts *RunOptions, started time.Time, s *batch.Summary, runErr err
 		}
 	}
 	r.Tokens.Prompt, r.Tokens.Completion = s.PromptTokens, s.OutputTokens
+	if s.CostUnknown == 0 || s.Cost > 0 {
+		cost := s.Cost
+		r.Cost, r.CostFloor = &cost, s.CostUnknown > 0
+	}
 	return r
 }
 

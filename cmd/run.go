@@ -53,6 +53,8 @@ type RunOptions struct {
 	BreakAfter time.Duration // stop when every attempt has failed for this long
 
 	Fallbacks   []string // models tried in order when an item's attempts fail on 5xx or an unknown model
+	Prices      []string // MODEL=IN/OUT dollars per million tokens, over the built-in list prices
+	MaxCost     float64  // stop (exit 3, resumable) once answers cost this many dollars
 	Merge       bool     // pack small items into merged requests
 	BatchItems  int      // items per merged request at most
 	BatchTokens int      // estimated prompt tokens per merged request at most
@@ -156,6 +158,8 @@ The API key is read from the environment, never from a flag:
 	fl.IntVar(&opts.BatchItems, "batch-items", 20, "items per merged request at most")
 	fl.IntVar(&opts.BatchTokens, "batch-tokens", 8000, "prompt tokens per merged request at most (counted with a tokenizer, 10% margin)")
 	fl.BoolVar(&opts.JSONMode, "json-mode", true, "ask for response_format json_object in merged requests (turned off by itself if the server refuses it)")
+	fl.StringSliceVar(&opts.Prices, "price", nil, "MODEL=IN/OUT: dollars per million input/output tokens, for the cost in the summary, --dry-run and --max-cost (list prices of common models are built in)")
+	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop (exit 3, resumable) once the answers have cost this many dollars; 0 for no budget")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "send nothing: print the items, requests and tokens a run would send, and the least time the limits allow")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "journal of finished ids (default OUTPUT.ckpt)")
 	fl.BoolVar(&opts.RetryFailed, "retry-failed", false, "also redo items recorded as failed")
@@ -199,11 +203,21 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if cfg.Model == "" {
 		cfg.Model = presets[opts.Provider].Model
 	}
+	prices, err := newPriceTable(opts.Prices)
+	if err != nil {
+		return err
+	}
+	cfg.Price, cfg.MaxCost = prices.lookup, opts.MaxCost
+	if opts.MaxCost > 0 {
+		if _, ok := prices.lookup(cfg.Model); !ok {
+			return usageErr("--max-cost needs the price of %q: give it with --price %s=IN/OUT", cfg.Model, cfg.Model)
+		}
+	}
 	if opts.Merge || opts.DryRun {
 		cfg.Packer = packerConfig(opts, cfg.Model, log)
 	}
 	if opts.DryRun {
-		return dryRun(ctx, opts, cfg)
+		return dryRun(ctx, opts, cfg, prices)
 	}
 	ep, closeEP, err := resolveEndpoint(opts, log)
 	if err != nil {
@@ -272,6 +286,8 @@ func validate(opts *RunOptions) error {
 		return usageErr("--base-delay and --max-delay must not be negative")
 	case opts.MaxTokens != nil && *opts.MaxTokens < 1:
 		return usageErr("--max-tokens must be at least 1")
+	case opts.MaxCost < 0:
+		return usageErr("--max-cost must not be negative")
 	case opts.BatchItems < 1 || opts.BatchTokens < 1:
 		return usageErr("--batch-items and --batch-tokens must be at least 1")
 	case opts.Progress != "auto" && opts.Progress != "on" && opts.Progress != "off":

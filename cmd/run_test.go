@@ -242,3 +242,46 @@ func TestProgressWarnsWhenStuck(t *testing.T) {
 		t.Errorf("exit %d; want a warning that nothing finished; stderr:\n%s", code, stderr)
 	}
 }
+
+func TestMaxCostStopsAndResumes(t *testing.T) {
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf(`{"id":"c%d","prompt":"some words to pay for %d"}`, i, i))
+	}
+	in := writeInput(t, lines...)
+	// A million dollars per million tokens: each answer costs about $10.
+	args := []string{"run", "--provider", "mock", "-j", "1", "--price", "mock-1=1000000/1000000", "--max-cost", "50", in}
+	code, _, stderr := execute(t, nil, args...)
+	if code != exitStopped || !strings.Contains(stderr, "budget") {
+		t.Fatalf("exit %d, want %d naming the budget; stderr:\n%s", code, exitStopped, stderr)
+	}
+	out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
+	b, _ := os.ReadFile(out)
+	if n := strings.Count(string(b), "\n"); n == 0 || n > 8 {
+		t.Errorf("%d items answered before the $50 budget stopped the run, want a few", n)
+	}
+	code, _, stderr = execute(t, nil, "run", "--provider", "mock", "--price", "mock-1=0/0", in)
+	if code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	b, _ = os.ReadFile(out)
+	if n := strings.Count(string(b), "\n"); n != 40 {
+		t.Errorf("after resuming, %d result lines, want 40", n)
+	}
+}
+
+func TestCostUnknownIsNotZero(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"x"}`)
+	report := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--model", "unpriced", "--report", report, in)
+	if code != exitOK || !strings.Contains(stderr, "cost unknown") {
+		t.Errorf("exit %d, stderr:\n%s\nwant the cost shown as unknown", code, stderr)
+	}
+	b, _ := os.ReadFile(report)
+	if !strings.Contains(string(b), `"cost_usd": null`) {
+		t.Errorf("report: %s\nwant cost_usd null", b)
+	}
+	if code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--model", "unpriced", "--max-cost", "1", in); code != exitUsage {
+		t.Errorf("--max-cost without a price: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+}
