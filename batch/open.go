@@ -2,10 +2,7 @@ package batch
 
 import (
 	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -86,7 +83,7 @@ func (w *writer) recover() error {
 	}
 	added := 0
 	err := scanLines(w.cfg.Errors, func(n int, b []byte) error {
-		key, st := errorsKey(b)
+		key, st, _ := errorsKey(b)
 		if key == "" {
 			return setupErr("%s:%d: not an errors-file line; is this the right file?", w.cfg.Errors, n)
 		}
@@ -100,20 +97,13 @@ func (w *writer) recover() error {
 		return err
 	}
 	err = scanLines(w.cfg.Output, func(n int, b []byte) error {
-		var rec struct {
-			ID       *string `json:"id"`
-			CustomID *string `json:"custom_id"`
-		}
-		if json.Unmarshal(b, &rec) != nil || (rec.ID == nil && rec.CustomID == nil) {
+		key, ok := resultKey(b)
+		if !ok {
 			return setupErr("%s:%d: not a result line; is this the right file?", w.cfg.Output, n)
 		}
-		id := rec.ID
-		if rec.CustomID != nil {
-			id = rec.CustomID
-		}
-		if st, ok := w.j.Status(itemKey(*id)); !ok || st != checkpoint.Done {
+		if st, ok := w.j.Status(key); !ok || st != checkpoint.Done {
 			added++
-			return w.j.Append(itemKey(*id), checkpoint.Done)
+			return w.j.Append(key, checkpoint.Done)
 		}
 		return nil
 	})
@@ -144,7 +134,7 @@ func (w *writer) compactErrors() error {
 	last := map[string]int{}
 	drop := 0
 	err := scanLines(path, func(_ int, b []byte) error {
-		key, st := errorsKey(b)
+		key, st, _ := errorsKey(b)
 		if key == "" {
 			entries = append(entries, entry{})
 			return nil
@@ -198,50 +188,4 @@ func (w *writer) compactErrors() error {
 		return &WriteError{err}
 	}
 	return nil
-}
-
-// errorsKey returns the journal key and status an errors-file line stands
-// for, or "" for a line it cannot read.
-func errorsKey(b []byte) (string, checkpoint.Status) {
-	var rec struct {
-		ID    *string `json:"id"`
-		Line  int     `json:"line"`
-		Error struct {
-			Kind string `json:"kind"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &rec) != nil {
-		return "", 0
-	}
-	if rec.Error.Kind != kindInvalidInput && rec.ID != nil {
-		return itemKey(*rec.ID), checkpoint.Failed
-	}
-	return lineKey(rec.Line), checkpoint.Bad
-}
-
-// scanLines calls fn for every line of the file at path; a missing file has
-// no lines.
-func scanLines(path string, fn func(n int, line []byte) error) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return &SetupError{err}
-	}
-	defer f.Close()
-	lr := newLineReader(f, 1<<30)
-	for {
-		b, n, err := lr.next()
-		if err == io.EOF {
-			return nil
-		} else if err != nil {
-			return &SetupError{fmt.Errorf("%s: %w", path, err)}
-		}
-		if len(b) == 0 {
-			continue
-		}
-		if err := fn(n, b); err != nil {
-			return err
-		}
-	}
 }

@@ -40,6 +40,7 @@ type lineReader struct {
 	max  int
 	line int
 	buf  []byte
+	torn bool // the line last returned ended the input without a newline
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
@@ -71,6 +72,7 @@ func (lr *lineReader) next() ([]byte, int, error) {
 			return nil, lr.line, fmt.Errorf("read input after line %d: %w", lr.line, err)
 		}
 		lr.line++
+		lr.torn = err == io.EOF
 		if tooLong {
 			return nil, lr.line, &LineError{Line: lr.line, Err: fmt.Errorf("%w: over %d bytes", ErrTooLong, lr.max)}
 		}

@@ -145,9 +145,6 @@ func (w *writer) close(ok bool) error {
 	return err
 }
 
-func itemKey(id string) string { return "i:" + id }
-func lineKey(line int) string  { return "l:" + strconv.Itoa(line) }
-
 type resultRecord struct {
 	ID           string          `json:"id"`
 	Output       json.RawMessage `json:"output"`

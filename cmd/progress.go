@@ -1,11 +1,9 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +14,7 @@ import (
 	"github.com/llmbatch/llmbatch/llm"
 )
 
-// countLines counts the newlines of a regular input file in the background,
+// countLines counts the records of a regular input file in the background,
 // for the progress total; the returned func gives 0 until it is known (and
 // always for stdin).
 func countLines(path string) func() int64 {
@@ -24,29 +22,10 @@ func countLines(path string) func() int64 {
 	if path == "-" {
 		return total.Load
 	}
-	go func() {
-		f, err := os.Open(path)
-		if err != nil {
-			return
+	go func() { // reads the file once, then ends
+		if n, err := countRecords(path); err == nil {
+			total.Store(n)
 		}
-		defer f.Close()
-		buf := make([]byte, 1<<20)
-		var n int64
-		var last byte = '\n'
-		for {
-			k, err := f.Read(buf)
-			if k > 0 {
-				n += int64(bytes.Count(buf[:k], []byte{'\n'}))
-				last = buf[k-1]
-			}
-			if err != nil {
-				break
-			}
-		}
-		if last != '\n' {
-			n++
-		}
-		total.Store(n)
 	}()
 	return total.Load
 }

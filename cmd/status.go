@@ -2,13 +2,10 @@ package cmd
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"regexp"
@@ -19,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbatch/llmbatch/batch"
-	"github.com/llmbatch/llmbatch/checkpoint"
 )
 
 // StatusOptions is everything `llmbatch status` needs; flags fill it in,
@@ -133,31 +129,14 @@ func jobStatus(opts *StatusOptions) (*JobStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	running, err := checkpoint.Locked(opts.Checkpoint)
+	js, err := batch.Inspect(opts.Output, opts.Checkpoint)
 	if err != nil {
-		return nil, &batch.SetupError{Err: err}
-	}
-	snap, err := checkpoint.Load(opts.Checkpoint)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &batch.SetupError{Err: fmt.Errorf("no checkpoint %s: no run has written %s yet (or give its --checkpoint)", opts.Checkpoint, opts.Output)}
-	} else if err != nil {
-		return nil, &batch.SetupError{Err: err}
+		return nil, err
 	}
 	st := &JobStatus{Output: opts.Output, Errors: batch.ErrorsPath(opts.Output), Checkpoint: opts.Checkpoint,
-		Running: running, Settings: map[string]string{}, Warnings: []string{}}
-	for k, v := range snap.Settings() {
-		if v != "" {
-			st.Settings[k] = v
-		}
-	}
-	t := newTally(snap)
-	if err := t.readErrors(st.Errors); err != nil {
-		return nil, &batch.SetupError{Err: err}
-	}
-	if err := t.readResults(st.Output); err != nil {
-		return nil, &batch.SetupError{Err: err}
-	}
-	t.fill(st)
+		Running: js.Running, Settings: js.Settings, Done: js.Done, CheckpointDone: js.CheckpointDone,
+		ResultLines: js.ResultLines, Failed: js.Failed, Invalid: js.Invalid, ByKind: js.ByKind,
+		Warnings: append([]string{}, js.Warnings...)}
 	if input != "" {
 		n, err := countRecords(input)
 		if err != nil {
@@ -191,111 +170,8 @@ func findInput(opts *StatusOptions) (string, error) {
 	return "", nil
 }
 
-// Journal keys, as batch writes them (batch/writer.go itemKey and lineKey).
-func journalItemKey(id string) string { return "i:" + id }
-func journalLineKey(n int) string     { return "l:" + strconv.Itoa(n) }
-
 // kindInvalidInput is the errors-file kind of a rejected input line.
 const kindInvalidInput = "invalid_input"
-
-// tally reconciles a checkpoint snapshot with the errors and results files
-// the way batch's recovery does when a run starts: an errors line for a key
-// the journal does not know counts, and a result line makes its item done.
-type tally struct {
-	snap       *checkpoint.Snapshot
-	failed     map[string]string // item key → kind of its last errors line ("unknown" without one)
-	bad        map[string]bool   // line keys of rejected input lines
-	confirmed  int64             // result lines of items the checkpoint records as done
-	unrecorded int64             // result lines of items it does not (yet)
-	lines      int64             // result lines
-	notResults int64             // lines of the results file that are not result lines
-	notErrors  int64             // lines of the errors file that are not errors lines
-}
-
-func newTally(snap *checkpoint.Snapshot) *tally {
-	t := &tally{snap: snap, failed: map[string]string{}, bad: map[string]bool{}}
-	snap.Keys(checkpoint.Failed, func(k string) bool { t.failed[k] = "unknown"; return true })
-	snap.Keys(checkpoint.Bad, func(k string) bool { t.bad[k] = true; return true })
-	return t
-}
-
-// readErrors takes the kind of each failed item from its last errors line.
-func (t *tally) readErrors(path string) error {
-	return eachLine(path, func(b []byte) {
-		var rec struct {
-			ID    *string `json:"id"`
-			Line  int     `json:"line"`
-			Error *struct {
-				Kind string `json:"kind"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(b, &rec) != nil || rec.Error == nil {
-			t.notErrors++
-			return
-		}
-		if rec.Error.Kind == kindInvalidInput || rec.ID == nil {
-			key := journalLineKey(rec.Line)
-			if st, ok := t.snap.Status(key); !ok || st == checkpoint.Bad {
-				t.bad[key] = true
-			}
-			return
-		}
-		key := journalItemKey(*rec.ID)
-		if st, ok := t.snap.Status(key); !ok || st == checkpoint.Failed {
-			t.failed[key] = rec.Error.Kind
-		}
-	})
-}
-
-// readResults counts the result lines and checks them against the checkpoint.
-func (t *tally) readResults(path string) error {
-	return eachLine(path, func(b []byte) {
-		t.lines++
-		var rec struct {
-			ID       *string `json:"id"`
-			CustomID *string `json:"custom_id"` // OpenAI Batch-shaped lines
-		}
-		if json.Unmarshal(b, &rec) != nil || (rec.ID == nil && rec.CustomID == nil) {
-			t.notResults++
-			return
-		}
-		id := rec.ID
-		if rec.CustomID != nil {
-			id = rec.CustomID
-		}
-		key := journalItemKey(*id)
-		if st, ok := t.snap.Status(key); ok && st == checkpoint.Done {
-			t.confirmed++
-			return
-		}
-		t.unrecorded++
-		delete(t.failed, key)
-	})
-}
-
-// fill sets the counts of st and warns of what does not add up.
-func (t *tally) fill(st *JobStatus) {
-	done, _, _ := t.snap.Counts()
-	st.CheckpointDone, st.ResultLines = int64(done), t.lines
-	st.Done = st.CheckpointDone + t.unrecorded
-	st.Failed, st.Invalid = int64(len(t.failed)), int64(len(t.bad))
-	st.ByKind = map[string]int64{}
-	for _, kind := range t.failed {
-		st.ByKind[kind]++
-	}
-	if st.Invalid > 0 {
-		st.ByKind[kindInvalidInput] = st.Invalid
-	}
-	if missing := st.CheckpointDone - t.confirmed; missing > 0 {
-		st.warn("%d items the checkpoint records as done have no line in %s (was it moved, cut or edited?); a run will not send them again", missing, st.Output)
-	}
-	if t.notResults > 0 {
-		st.warn("%d lines of %s are not result lines", t.notResults, st.Output)
-	}
-	if t.notErrors > 0 {
-		st.warn("%d lines of %s are not errors lines", t.notErrors, st.Errors)
-	}
-}
 
 func (st *JobStatus) warn(format string, a ...any) {
 	st.Warnings = append(st.Warnings, fmt.Sprintf(format, a...))
@@ -464,42 +340,6 @@ func shellJoin(args []string) string {
 		q[i] = shellQuote(a)
 	}
 	return strings.Join(q, " ")
-}
-
-// eachLine calls fn with every complete, non-blank line of the file at path,
-// without its line ending; a missing file has none. A last line without its
-// newline is being written, or was torn by a crash (the next run cuts it):
-// it is skipped.
-func eachLine(path string, fn func(line []byte)) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	var long []byte
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = r.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		switch {
-		case err == io.EOF:
-			return nil
-		case err != nil:
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if line = bytes.TrimRight(line, "\r\n"); len(bytes.TrimSpace(line)) > 0 {
-			fn(line)
-		}
-	}
 }
 
 // countRecords counts the input lines that run reads as records or rejects:
