@@ -35,11 +35,10 @@ type lane struct {
 	pauseUntil time.Time
 	rateBound  time.Time // last time a waiter had to wait for the request or token rate
 
-	// The server's token window, as its x-ratelimit-*-tokens headers last
-	// told it, less what was sent since. A request that does not fit waits
-	// for the reset on its own; smaller ones that fit go ahead of it.
-	tokLeft  int
-	tokReset time.Time // zero: unknown
+	// The server's windows, as its x-ratelimit-remaining/reset-* headers
+	// last told them, less what was sent since. A request that does not fit
+	// waits for the reset on its own; smaller ones that fit go ahead of it.
+	reqWin, tokWin window
 
 	// Learning (Adapt). A 429 schedules a decrease for when its pause ends,
 	// by which time the requests sent before it have been answered, so what
@@ -109,7 +108,7 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 		}
 		if ln.pausedFor() <= 0 {
 			ln.mu.Lock()
-			p.gen = ln.gen
+			p.gen, p.sent = ln.gen, ln.l.now()
 			ln.mu.Unlock()
 			return p, nil
 		}
@@ -119,13 +118,16 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 
 func (ln *lane) takeRates(ctx context.Context, tokens int, closed <-chan struct{}) error {
 	rpm, tpm := ln.limiters()
+	if err := ln.fitWindow(ctx, &ln.reqWin, 1, closed); err != nil {
+		return err
+	}
 	if err := ln.take(ctx, rpm, 1, closed); err != nil {
 		return err
 	}
 	if tokens <= 0 {
 		return nil
 	}
-	if err := ln.fitWindow(ctx, tokens, closed); err != nil {
+	if err := ln.fitWindow(ctx, &ln.tokWin, tokens, closed); err != nil {
 		return err
 	}
 	return ln.takeTokens(ctx, tpm, tokens, closed)
@@ -221,20 +223,27 @@ func (ln *lane) takeTokens(ctx context.Context, lim *rate.Limiter, n int, closed
 	}
 }
 
-// fitWindow waits, for this request only, until it fits in what the server
-// said is left of its token window, and counts it against that.
-func (ln *lane) fitWindow(ctx context.Context, n int, closed <-chan struct{}) error {
+// window is what a server said is left of one of its windows.
+type window struct {
+	left  int
+	reset time.Time // zero: unknown
+}
+
+// fitWindow waits, for this request only, until n fits in what the server
+// said is left of its window w, and counts it against that.
+func (ln *lane) fitWindow(ctx context.Context, w *window, n int, closed <-chan struct{}) error {
 	for {
 		ln.mu.Lock()
 		now := ln.l.now()
-		if ln.tokReset.IsZero() || !now.Before(ln.tokReset) || n <= ln.tokLeft {
-			if !ln.tokReset.IsZero() && now.Before(ln.tokReset) {
-				ln.tokLeft -= n
+		open := w.reset.IsZero() || !now.Before(w.reset)
+		if open || n <= w.left {
+			if !open {
+				w.left -= n
 			}
 			ln.mu.Unlock()
 			return nil
 		}
-		d := ln.tokReset.Sub(now)
+		d := w.reset.Sub(now)
 		ln.mu.Unlock()
 		if err := sleep(ctx, d, closed); err != nil {
 			return err

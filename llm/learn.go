@@ -103,37 +103,42 @@ func lower(lim *rate.Limiter, ok float64, span time.Duration, tokens bool, now t
 	return lim, cur, next
 }
 
-// remaining reads the server's x-ratelimit-* headers: no request left
-// pauses the lane until the reset; the tokens left and their reset become
-// the window that fitWindow holds requests to.
-func (ln *lane) remaining(h http.Header) {
-	now := ln.l.now()
-	if r, ok := headerInt(h, "x-ratelimit-remaining-requests"); ok && r <= 0 {
-		if d, ok := parseReset(h.Get("x-ratelimit-reset-requests"), now); ok {
-			ln.pause(d)
-		}
-	}
-	left, ok := headerInt(h, "x-ratelimit-remaining-tokens")
+// remaining reads the server's x-ratelimit-remaining-* and -reset-*
+// headers, of a response to a request sent at sent, into the windows that
+// fitWindow holds requests to.
+func (ln *lane) remaining(h http.Header, sent time.Time) {
+	ln.observe(&ln.reqWin, h, "requests", sent)
+	ln.observe(&ln.tokWin, h, "tokens", sent)
+}
+
+// observe updates w from the headers about what. A relative reset was
+// counted from when the server took the request, some time between sent and
+// now: counting from sent errs on the early side, and a window that has
+// ended by now is old news.
+func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time) {
+	left, ok := headerInt(h, "x-ratelimit-remaining-"+what)
 	if !ok {
 		return
 	}
-	d, ok := parseReset(h.Get("x-ratelimit-reset-tokens"), now)
+	d, ok := parseReset(h.Get("x-ratelimit-reset-"+what), sent)
 	if !ok {
 		return
 	}
-	reset := now.Add(d)
+	now, reset := ln.l.now(), sent.Add(d)
+	if !reset.After(now) {
+		return
+	}
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
 	// Within the window we know, a response counts what the server had
 	// admitted when it answered, not what was sent since: keep the lower
 	// figure. A reset later than ours (by more than timing noise) is a new
 	// window.
-	sameWindow := !ln.tokReset.IsZero() && now.Before(ln.tokReset) && reset.Sub(ln.tokReset) < 100*time.Millisecond
-	if sameWindow {
-		ln.tokLeft = min(ln.tokLeft, left)
+	if !w.reset.IsZero() && now.Before(w.reset) && reset.Sub(w.reset) < 100*time.Millisecond {
+		w.left = min(w.left, left)
 		return
 	}
-	ln.tokLeft, ln.tokReset = left, reset
+	w.left, w.reset = left, reset
 }
 
 func headerInt(h http.Header, key string) (int, bool) {

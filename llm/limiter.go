@@ -177,7 +177,8 @@ type permit struct {
 	ln     *lane
 	gen    int // the lane's generation when sent: one decrease per round of requests
 	tokens int
-	slot   bool // holds a concurrency slot
+	slot   bool      // holds a concurrency slot
+	sent   time.Time // when acquire let it go
 }
 
 // release gives back the concurrency slot without reporting an outcome.
@@ -209,7 +210,7 @@ func (p *permit) done(h http.Header, err *APIError) {
 		l.health(true)
 	}
 	if h != nil {
-		p.ln.remaining(h)
+		p.ln.remaining(h, p.sent)
 	}
 }
 
