@@ -3,7 +3,7 @@ package batch
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 )
 
 // Price is what a model costs, in US dollars per million tokens.
@@ -22,28 +22,50 @@ var ErrBudget = errors.New("the cost budget (--max-cost) is spent")
 // spending adds up what the answers cost, for the summary and --max-cost.
 // Safe for concurrent use: the writer adds, a progress display reads.
 type spending struct {
-	micro   atomic.Int64 // millionths of a dollar
-	unknown atomic.Int64 // answers of a model without a price
+	mu      sync.Mutex
+	dollars float64 // a float: items costing fractions of a micro-dollar add up
+	unknown int64   // answers of a model without a price
 }
 
-func (s *spending) add(c float64) { s.micro.Add(int64(c * 1e6)) }
+func (s *spending) add(c float64) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dollars += c
+	return s.dollars
+}
 
-// Dollars returns the cost so far.
-func (s *spending) Dollars() float64 { return float64(s.micro.Load()) / 1e6 }
+func (s *spending) addUnknown() {
+	s.mu.Lock()
+	s.unknown++
+	s.mu.Unlock()
+}
 
-// spend counts the cost of one answered item and stops the run once the
-// budget is spent; requests already in flight still finish and are written.
-func (r *run) spend(model string, u *usage) {
+// Dollars returns the cost so far, and how many answers had no price.
+func (s *spending) Dollars() (float64, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dollars, s.unknown
+}
+
+// spend counts the cost of one answered item, at the price of the model
+// that answered (the server's name for it, else the one asked for: they
+// differ after a fallback, or by a version suffix), and stops the run once
+// the budget is spent; requests already in flight still finish and are
+// written. The budget is per run: a rerun starts from zero.
+func (r *run) spend(asked, answered string, u *usage) {
 	if u == nil || r.cfg.Price == nil {
 		return
 	}
-	p, ok := r.cfg.Price(model)
+	p, ok := r.cfg.Price(answered)
 	if !ok {
-		r.cfg.Counters.Cost.unknown.Add(1)
+		p, ok = r.cfg.Price(asked)
+	}
+	if !ok {
+		r.cfg.Counters.Cost.addUnknown()
 		return
 	}
-	r.cfg.Counters.Cost.add(p.Cost(int64(u.PromptTokens), int64(u.CompletionTokens)))
-	if max := r.cfg.MaxCost; max > 0 && r.cfg.Counters.Cost.Dollars() >= max {
-		r.stop(&StopError{fmt.Errorf("%w: $%.4f of $%.4f", ErrBudget, r.cfg.Counters.Cost.Dollars(), max)})
+	total := r.cfg.Counters.Cost.add(p.Cost(int64(u.PromptTokens), int64(u.CompletionTokens)))
+	if max := r.cfg.MaxCost; max > 0 && total >= max {
+		r.stop(&StopError{fmt.Errorf("%w: $%.4f of $%.4f", ErrBudget, total, max)})
 	}
 }

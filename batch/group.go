@@ -28,12 +28,18 @@ func (r *run) pack(ctx context.Context, items <-chan *Item, groups chan<- []*Ite
 		return true
 	}
 	if !r.cfg.Merge {
-		for it := range items {
-			if !send([]*Item{it}) {
+		for {
+			select {
+			case it, ok := <-items:
+				if !ok || !send([]*Item{it}) {
+					return
+				}
+			case <-r.stopped: // the reader may be stuck reading a silent stdin
+				return
+			case <-ctx.Done():
 				return
 			}
 		}
-		return
 	}
 	p := NewPacker(r.cfg.Packer)
 	t := time.NewTimer(time.Hour)
@@ -80,7 +86,7 @@ func (r *run) sendGroup(ctx context.Context, items []*Item, emit func(outcome) b
 	req := &llm.Request{Model: items[0].Model, Body: body, Tokens: bodyTokens(body), Label: "group:" + items[0].ID}
 	resp, n, err := r.cfg.Client.Do(ctx, req)
 	if err != nil {
-		return r.groupFailed(ctx, items, err, emit)
+		return r.groupFailed(ctx, items, err, n, emit)
 	}
 	if resp.Chat.Choices[0].FinishReason == "length" {
 		r.cfg.Logger.Debug("merged answer cut off; splitting", "group", req.Label, "items", len(items))
@@ -118,10 +124,13 @@ func (r *run) sendGroup(ctx context.Context, items []*Item, emit func(outcome) b
 // it; JSON mode refused by the server is turned off and the group resent;
 // anything else splits the group, so that each item finally meets the error
 // on its own.
-func (r *run) groupFailed(ctx context.Context, items []*Item, err error, emit func(outcome) bool) bool {
+func (r *run) groupFailed(ctx context.Context, items []*Item, err error, attempts int, emit func(outcome) bool) bool {
 	var ae *llm.APIError
 	switch {
-	case ctx.Err() != nil, errors.Is(err, llm.ErrStopped):
+	case ctx.Err() != nil:
+		return false
+	case errors.Is(err, llm.ErrStopped):
+		r.limiterClosed(err)
 		return false
 	case errors.As(err, &ae) && ae.Kind.StopsRun():
 		r.stop(&StopError{err})
@@ -131,6 +140,16 @@ func (r *run) groupFailed(ctx context.Context, items []*Item, err error, emit fu
 		r.cfg.Logger.Info("the server refuses JSON mode; merged requests go without it", "err", ae.Message)
 		r.jsonMode.Store(false)
 		return r.sendGroup(ctx, items, emit)
+	}
+	if ae != nil && (ae.Kind == llm.Transient || ae.Kind == llm.RateLimited) {
+		// Out of attempts on a failing or busy server: halving would only
+		// multiply the requests. Each item fails with the group's error.
+		for _, it := range items {
+			if !emit(outcome{item: it, err: err, attempts: attempts}) {
+				return false
+			}
+		}
+		return true
 	}
 	r.cfg.Logger.Debug("merged request failed; splitting", "items", len(items), "err", err)
 	return r.halves(ctx, items, emit)

@@ -150,7 +150,7 @@ func TestMergeMisbehavingModels(t *testing.T) {
 		name  string
 		model *mergeModel
 	}{
-		{"drops items", &mergeModel{behave: func(_ int, in []mergeInput) string { return wellBehaved(in[:len(in)-3]) }}},
+		{"drops items", &mergeModel{behave: func(_ int, in []mergeInput) string { return wellBehaved(in[:max(0, len(in)-3)]) }}},
 		{"adds unknown ids", &mergeModel{behave: func(_ int, in []mergeInput) string {
 			return strings.Replace(wellBehaved(in), `{"results":[`, `{"results":[{"id":"999","output":"x"},{"id":"u3","output":"stolen"},`, 1)
 		}}},
@@ -280,4 +280,25 @@ func readAllString(r *http.Request) (string, error) {
 		}
 	}
 	return b.String(), err
+}
+
+// TestMergeFailingServerDoesNotMultiply: a merged request that runs out of
+// attempts on 5xx fails its items rather than splitting into ever more
+// requests against a server that is down.
+func TestMergeFailingServerDoesNotMultiply(t *testing.T) {
+	var requests atomic.Int64
+	down := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(503)
+		fmt.Fprint(w, `{"error":{"message":"overloaded"}}`)
+	})
+	j := newJob(t, down, mergeInputs(20)...)
+	sum, err := j.run(merging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two groups of 10, 4 attempts each (the job's MaxAttempts).
+	if sum.Failed != 20 || requests.Load() != 8 {
+		t.Errorf("%d failed after %d requests; want 20 failed after 8", sum.Failed, requests.Load())
+	}
 }

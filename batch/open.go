@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,9 +113,34 @@ func (w *writer) recover() error {
 	}
 	if added > 0 {
 		w.cfg.Logger.Info("recovered results written just before an interruption", "lines", added)
+		// Those lines may still be in the page cache only (the crash came
+		// before their fsync): make them durable before the journal says so.
+		for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
+			if err := syncFile(p); err != nil {
+				return err
+			}
+		}
 		if err := w.j.Sync(); err != nil {
 			return &WriteError{err}
 		}
+	}
+	return nil
+}
+
+// syncFile fsyncs the file at path, if it exists.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return &WriteError{err}
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &WriteError{fmt.Errorf("%s: sync: %w", path, err)}
 	}
 	return nil
 }

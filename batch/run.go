@@ -80,6 +80,15 @@ type run struct {
 	stopErr  error         // why; set once, before stopped is closed
 
 	jsonMode atomic.Bool // JSON mode for merged requests, until the server refuses it
+
+	readAll atomic.Bool  // the reader reached the end of the input
+	queued  atomic.Int64 // items (and rejected lines) the reader handed on
+}
+
+// finished reports whether every input line got its outcome: a stop that
+// came after the last one left nothing undone.
+func (r *run) finished() bool {
+	return r.readAll.Load() && r.queued.Load() == r.cfg.Counters.outcomes.Load()
 }
 
 // stop makes the run take no new work and remembers the first reason.
@@ -90,6 +99,14 @@ func (r *run) stop(reason error) {
 		close(r.stopped)
 		r.cfg.Limiter.Close()
 	})
+}
+
+// limiterClosed handles llm.ErrStopped: normally the run's own stop closed
+// the limiter; if not, someone else did, and the run cannot go on.
+func (r *run) limiterClosed(err error) {
+	if !r.isStopped() {
+		r.stop(&StopError{err})
+	}
 }
 
 func (r *run) isStopped() bool {
@@ -166,9 +183,9 @@ func (r *run) pipeline(ctx context.Context, w *writer) error {
 	switch {
 	case werr != nil:
 		return werr
-	case r.isStopped():
+	case r.isStopped() && !r.finished():
 		return r.stopErr
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && !r.finished():
 		return ctx.Err()
 	}
 	return nil

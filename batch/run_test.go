@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -460,5 +461,26 @@ func TestRunFallbackModels(t *testing.T) {
 		if l["model"] != "backup" || l["attempts"].(float64) != 6 {
 			t.Errorf("result %v: want model backup after 6 attempts", l)
 		}
+	}
+}
+
+// TestRunStopWithSilentStdin: a run reading a pipe that stays open and
+// silent still returns when the API stops it.
+func TestRunStopWithSilentStdin(t *testing.T) {
+	j := newJob(t, mock.New(mock.Config{APIKey: "right"}), prompts(1)...)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go fmt.Fprintln(pw, `{"id":"a","prompt":"x"}`) // then nothing more, never closed
+	cfg := j.config(func(c *Config) { c.Input, c.InputPath = pr, "-" })
+	done := make(chan error, 1)
+	go func() { _, err := Run(t.Context(), cfg); done <- err }()
+	select {
+	case err := <-done:
+		var se *StopError
+		if !errors.As(err, &se) {
+			t.Errorf("Run() error = %v, want a StopError", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after a 401 while stdin stayed open")
 	}
 }

@@ -26,6 +26,7 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 		var it *Item
 		switch {
 		case err == io.EOF:
+			r.readAll.Store(true)
 			return nil
 		case errors.As(err, &le):
 		case err != nil:
@@ -47,6 +48,7 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 		}
 		select {
 		case items <- it:
+			r.queued.Add(1)
 		case <-r.stopped:
 			return nil
 		case <-ctx.Done():
@@ -127,7 +129,10 @@ func (r *run) send(ctx context.Context, it *Item) (outcome, bool) {
 		}
 		var ae *llm.APIError
 		switch {
-		case ctx.Err() != nil, errors.Is(err, llm.ErrStopped):
+		case ctx.Err() != nil:
+			return outcome{}, false
+		case errors.Is(err, llm.ErrStopped):
+			r.limiterClosed(err)
 			return outcome{}, false
 		case errors.As(err, &ae) && ae.Kind.StopsRun():
 			r.stop(&StopError{err})

@@ -18,6 +18,8 @@ type Counters struct {
 	PromptTokens  atomic.Int64
 	OutputTokens  atomic.Int64
 	Cost          spending // dollars spent, when Config.Price knows the models
+
+	outcomes atomic.Int64 // outcomes written: answered, failed or rejected
 }
 
 // Summary is what a run did.
@@ -40,8 +42,9 @@ func (c *Counters) summary(elapsed time.Duration) Summary {
 		Read: c.Read.Load(), Skipped: c.Skipped.Load(), SkippedFailed: c.SkippedFailed.Load(),
 		Done: c.Done.Load(), Failed: c.Failed.Load(), Bad: c.Bad.Load(),
 		Attempts: c.Attempts.Load(), PromptTokens: c.PromptTokens.Load(), OutputTokens: c.OutputTokens.Load(),
-		Elapsed: elapsed, Cost: c.Cost.Dollars(), CostUnknown: c.Cost.unknown.Load(),
+		Elapsed: elapsed,
 	}
+	s.Cost, s.CostUnknown = c.Cost.Dollars()
 	s.Retries = s.Attempts - s.Done - s.Failed
 	if s.Retries < 0 {
 		s.Retries = 0

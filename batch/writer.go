@@ -41,7 +41,7 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // appended to the journal only after its line has been fsynced.
 type writer struct {
 	cfg       *Config
-	spend     func(model string, u *usage) // counts the cost of an answer
+	spend     func(asked, answered string, u *usage) // counts the cost of an answer
 	j         *checkpoint.Journal
 	outLock   *checkpoint.FileLock
 	out, errs *appendFile
@@ -82,6 +82,7 @@ func (w *writer) loop(results <-chan outcome) error {
 
 func (w *writer) write(o outcome) error {
 	c := w.cfg.Counters
+	c.outcomes.Add(1)
 	switch {
 	case o.bad != nil:
 		w.pending = append(w.pending, pendingKey{lineKey(o.bad.Line), checkpoint.Bad})
@@ -102,7 +103,7 @@ func (w *writer) write(o outcome) error {
 		if u := o.usage(); u != nil {
 			c.PromptTokens.Add(int64(u.PromptTokens))
 			c.OutputTokens.Add(int64(u.CompletionTokens))
-			w.spend(o.item.Model, u)
+			w.spend(o.item.Model, o.resp.Chat.Model, u)
 		}
 		return w.out.write(line)
 	}

@@ -94,12 +94,16 @@ func codeOf(err error) int {
 		return exitOK
 	case errors.Is(err, errSomeFailed):
 		return exitFailedItems
-	case errors.As(err, &ue), errors.As(err, &se), isCobraUsage(err):
+	case errors.As(err, &ue), errors.As(err, &se):
 		return exitUsage
 	case errors.Is(err, batch.ErrInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.As(err, new(*batch.StopError)), errors.As(err, new(*batch.WriteError)):
+		return exitStopped
+	case isCobraUsage(err): // last: an API's message may hold the same words
+		return exitUsage
 	}
-	return exitStopped // *batch.StopError, *batch.WriteError and anything unforeseen
+	return exitStopped // anything unforeseen: resuming is safe
 }
 
 // exitCode prints err once, with a hint fitting its code, and returns the code.
@@ -149,6 +153,7 @@ func signalContext() (context.Context, <-chan struct{}, func()) {
 		select {
 		case <-sigs:
 			cancel()
+			signal.Stop(sigs) // a third signal kills the process outright
 		case <-ctx.Done():
 		}
 	}()

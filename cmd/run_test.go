@@ -3,7 +3,10 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/llm"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +286,22 @@ func TestCostUnknownIsNotZero(t *testing.T) {
 	}
 	if code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--model", "unpriced", "--max-cost", "1", in); code != exitUsage {
 		t.Errorf("--max-cost without a price: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+}
+
+func TestCodeOfDoesNotReadAPIMessages(t *testing.T) {
+	apiErr := &llm.APIError{Status: 403, Kind: llm.Auth, Message: "This endpoint only accepts requests from allow-listed IPs"}
+	for _, err := range []error{&batch.StopError{Err: apiErr}, &batch.WriteError{Err: errors.New("requires at least 1 byte")}} {
+		if got := codeOf(err); got != exitStopped {
+			t.Errorf("codeOf(%v) = %d, want %d", err, got, exitStopped)
+		}
+	}
+}
+
+func TestBudgetSpentByTheLastItemIsStillSuccess(t *testing.T) {
+	in := writeInput(t, `{"id":"only","prompt":"the one item"}`)
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--price", "mock-1=1000000/1000000", "--max-cost", "1", in)
+	if code != exitOK {
+		t.Errorf("exit %d, want %d: nothing was left to do when the budget ran out\n%s", code, exitOK, stderr)
 	}
 }

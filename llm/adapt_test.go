@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -180,4 +181,67 @@ func TestStorm(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestCircuitBreaker: when every attempt has failed for BreakAfter (and at
+// least a handful of times), requests stop with Unavailable, which stops the
+// run; a success resets it.
+func TestCircuitBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fail atomic.Bool
+		fail.Store(true)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if fail.Load() {
+				w.WriteHeader(503)
+				return
+			}
+			fmt.Fprint(w, `{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		})
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{BreakAfter: time.Minute})
+		c, err := llm.New(llm.Config{BaseURL: "http://x/v1", HTTPClient: handlerClient{h: h}, Limiter: lim,
+			MaxAttempts: 1000, Backoff: func(int) time.Duration { return 5 * time.Second }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &llm.Request{Body: []byte(`{"model":"m","messages":[]}`)}
+		start := time.Now()
+		_, n, err := c.Do(context.Background(), req)
+		var ae *llm.APIError
+		if !errors.As(err, &ae) || ae.Kind != llm.Unavailable || !ae.Kind.StopsRun() {
+			t.Fatalf("Do against a dead server = %v, want Unavailable", err)
+		}
+		if took := time.Since(start); took < time.Minute || n < 5 {
+			t.Errorf("gave up after %v and %d attempts, want at least a minute and 5", took, n)
+		}
+		fail.Store(false)
+		// Still broken: nothing succeeded since. A new limiter starts fresh.
+		lim2 := llm.NewLimiterConfig(llm.LimiterConfig{BreakAfter: time.Minute})
+		c2, _ := llm.New(llm.Config{BaseURL: "http://x/v1", HTTPClient: handlerClient{h: h}, Limiter: lim2})
+		if _, _, err := c2.Do(context.Background(), req); err != nil {
+			t.Errorf("Do after the server came back = %v", err)
+		}
+	})
+}
+
+// TestCircuitBreakerSlowFailures: two failures minutes apart (a slow request
+// timing out) do not stop the run.
+func TestCircuitBreakerSlowFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls++
+			if calls <= 2 {
+				time.Sleep(3 * time.Minute)
+				w.WriteHeader(504)
+				return
+			}
+			fmt.Fprint(w, `{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		})
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{BreakAfter: 2 * time.Minute})
+		c, _ := llm.New(llm.Config{BaseURL: "http://x/v1", HTTPClient: handlerClient{h: h}, Limiter: lim,
+			Timeout: time.Hour, Backoff: func(int) time.Duration { return 0 }})
+		if _, n, err := c.Do(context.Background(), &llm.Request{Body: []byte(`{}`)}); err != nil || n != 3 {
+			t.Errorf("Do = %d attempts, %v; want success on the third", n, err)
+		}
+	})
 }

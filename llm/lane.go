@@ -47,6 +47,7 @@ type lane struct {
 	epoch     time.Time // start of the current measure
 	okReqs    float64   // successes since epoch
 	okTokens  float64   // their tokens
+	maxTokens int       // the biggest request seen: a token rate never goes under it a minute
 	decideAt  time.Time // zero: no decrease pending
 	decideTok bool      // the pending decrease is of the token limit
 
@@ -292,6 +293,7 @@ func (ln *lane) succeeded(p *permit) {
 	defer ln.mu.Unlock()
 	ln.okReqs++
 	ln.okTokens += float64(p.tokens)
+	ln.maxTokens = max(ln.maxTokens, p.tokens)
 	if !ln.l.cfg.Adapt {
 		return
 	}

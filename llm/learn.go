@@ -52,9 +52,9 @@ func (ln *lane) decide() {
 	what, was, is := "rpm", 0.0, 0.0
 	if ln.decideTok {
 		what = "tpm"
-		ln.tpm, was, is = lower(ln.tpm, ln.okTokens, span, true, now, !math.IsInf(ln.tpmCeil, 1))
+		ln.tpm, was, is = lower(ln.tpm, ln.okTokens, ln.okReqs, span, now, !math.IsInf(ln.tpmCeil, 1), true, float64(ln.maxTokens)/60)
 	} else {
-		ln.rpm, was, is = lower(ln.rpm, ln.okReqs, span, false, now, !math.IsInf(ln.rpmCeil, 1))
+		ln.rpm, was, is = lower(ln.rpm, ln.okReqs, ln.okReqs, span, now, !math.IsInf(ln.rpmCeil, 1), false, 0)
 	}
 	ln.epoch, ln.okReqs, ln.okTokens, ln.decideAt = now, 0, 0, time.Time{}
 	if was != is {
@@ -62,23 +62,25 @@ func (ln *lane) decide() {
 	}
 }
 
-// lower sets the rate to a little under what got through (ok units over
-// span), and at least decreaseMax below the current rate; on a weak measure
-// it lowers at most to decreaseMin of the current rate. A limit the user
-// gave (told) is trusted more: when what got through is near it, a 429
-// takes only decreaseMax off it. It
-// returns the limiter (created when there was none) and the rates before
-// and after.
-func lower(lim *rate.Limiter, ok float64, span time.Duration, tokens bool, now time.Time, told bool) (*rate.Limiter, float64, float64) {
+// lower sets the rate to a little under what got through (ok units, in
+// count successful requests, over span), and at least decreaseMax below the
+// current rate; on a weak measure (few successes) it lowers at most to
+// decreaseMin of the current rate. A limit the user gave (told) is trusted
+// more: when what got through is near it, a 429 takes only decreaseMax off
+// it. The rate never goes under floor per second (for tokens: the biggest
+// request a minute), nor under a request a minute. A nil lim is a token
+// bucket with tokens. It returns the limiter (created when there was none)
+// and the rates before and after.
+func lower(lim *rate.Limiter, ok, count float64, span time.Duration, now time.Time, told, tokens bool, floor float64) (*rate.Limiter, float64, float64) {
 	cur := math.Inf(1)
 	if lim != nil {
 		cur = float64(lim.Limit())
 	}
 	next := cur * decreaseMax
 	switch {
-	case span >= minMeasure && ok >= minCount:
+	case span >= minMeasure && count >= minCount:
 		next = min(next, decreaseTo*ok/span.Seconds())
-	case span >= minMeasure && ok > 0:
+	case span >= minMeasure && count > 0:
 		next = max(min(next, decreaseTo*ok/span.Seconds()), cur*decreaseMin)
 	case !math.IsInf(cur, 1):
 		next = max(next, cur*decreaseMin)
@@ -89,7 +91,7 @@ func lower(lim *rate.Limiter, ok float64, span time.Duration, tokens bool, now t
 	if math.IsInf(next, 1) {
 		return lim, cur, cur // nothing measured: the pause alone must do
 	}
-	next = max(next, minRate)
+	next = max(next, minRate, floor)
 	switch {
 	case lim == nil && tokens:
 		return newTokenLimiter(next, now), cur, next

@@ -37,6 +37,7 @@ type Limiter struct {
 	mu           sync.Mutex
 	lanes        map[string]*lane
 	failingSince time.Time // first transient failure since the last success; zero when the last attempt succeeded
+	failures     int       // transient failures since the last success
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -143,6 +144,10 @@ func (l *Limiter) acquire(ctx context.Context, model string, tokens int) (*permi
 	return l.lane(model).acquire(ctx, tokens)
 }
 
+// breakFailures is how many transient failures in a row, at least, stop a
+// run (with BreakAfter).
+const breakFailures = 5
+
 // broken returns an *APIError of kind Unavailable when every attempt has
 // failed transiently for longer than BreakAfter.
 func (l *Limiter) broken() error {
@@ -150,9 +155,11 @@ func (l *Limiter) broken() error {
 		return nil
 	}
 	l.mu.Lock()
-	since := l.failingSince
+	since, failures := l.failingSince, l.failures
 	l.mu.Unlock()
-	if since.IsZero() || l.now().Sub(since) < l.cfg.BreakAfter {
+	// Both a span and a count: one slow request that times out after
+	// minutes must not stop a run whose other requests are fine.
+	if since.IsZero() || l.now().Sub(since) < l.cfg.BreakAfter || failures < breakFailures {
 		return nil
 	}
 	return &APIError{Kind: Unavailable, Message: "every attempt has failed for " +
@@ -166,9 +173,11 @@ func (l *Limiter) health(ok bool) {
 	defer l.mu.Unlock()
 	switch {
 	case ok:
-		l.failingSince = time.Time{}
+		l.failingSince, l.failures = time.Time{}, 0
 	case l.failingSince.IsZero():
-		l.failingSince = l.now()
+		l.failingSince, l.failures = l.now(), 1
+	default:
+		l.failures++
 	}
 }
 
