@@ -89,12 +89,12 @@ func runScenario(t *testing.T, sc scenario) (time.Duration, int64) {
 // loose; bench/ measures the figures.
 func TestAdaptiveFindsTheLimit(t *testing.T) {
 	for _, sc := range []scenario{
-		{name: "no rpm, headers", serverRPM: 20, workers: 32, n: 600, max429: 0.05, maxSlowdown: 1.3},
-		{name: "no rpm, no headers", serverRPM: 20, workers: 32, n: 600, noHeaders: true, max429: 0.08, maxSlowdown: 1.3},
-		{name: "rpm 5x too high, headers", serverRPM: 20, clientRPM: 100, workers: 32, n: 600, max429: 0.05, maxSlowdown: 1.2},
-		{name: "rpm right, headers", serverRPM: 20, clientRPM: 20, workers: 32, n: 600, max429: 0.01, maxSlowdown: 1.1},
-		{name: "rpm 5x too high, no headers", serverRPM: 20, clientRPM: 100, workers: 32, n: 600, noHeaders: true, max429: 0.08, maxSlowdown: 1.5},
-		{name: "rpm right, no headers", serverRPM: 20, clientRPM: 20, workers: 32, n: 600, noHeaders: true, max429: 0.01, maxSlowdown: 1.1},
+		{name: "no rpm, headers", serverRPM: 20, workers: 32, n: benchN(600), max429: 0.05, maxSlowdown: 1.3},
+		{name: "no rpm, no headers", serverRPM: 20, workers: 32, n: benchN(600), noHeaders: true, max429: 0.08, maxSlowdown: 1.3},
+		{name: "rpm 5x too high, headers", serverRPM: 20, clientRPM: 100, workers: 32, n: benchN(600), max429: 0.05, maxSlowdown: 1.2},
+		{name: "rpm right, headers", serverRPM: 20, clientRPM: 20, workers: 32, n: benchN(600), max429: 0.01, maxSlowdown: 1.1},
+		{name: "rpm 5x too high, no headers", serverRPM: 20, clientRPM: 100, workers: 32, n: benchN(600), noHeaders: true, max429: 0.08, maxSlowdown: 1.5},
+		{name: "rpm right, no headers", serverRPM: 20, clientRPM: 20, workers: 32, n: benchN(600), noHeaders: true, max429: 0.01, maxSlowdown: 1.1},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			took, limited := runScenario(t, sc)
