@@ -65,6 +65,7 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	now := time.Now()
 	lr := newLineReader(cfg.Input, cfg.MaxLineBytes)
 	seen := newIDSet()
+	defer seen.close()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -1,30 +1,234 @@
 package batch
 
 import (
+	"bufio"
+	"encoding/binary"
 	"hash/fnv"
 	"hash/maphash"
+	"io"
+	"os"
+	"slices"
 )
 
-// idSet remembers the ids seen in this run, to reject duplicates, in about
-// 16 bytes an id however long the ids are: it keeps 64-bit hashes. Two
-// different ids share a hash with odds of about n²/2^65 (3e-8 for a million
-// ids); the later one would then be reported as a duplicate, never lost
-// silently. Not safe for concurrent use.
+// idSet remembers the ids seen in this run, to reject duplicates, in memory
+// that stays flat however long the input: it keeps 64-bit hashes of the
+// recent ids in a map, and spills them, sorted, to temporary files when the
+// map is full, with a Bloom filter in front so that most lookups never
+// touch the files. Two different ids share a hash with odds of about n²/2^65
+// (3e-8 for a million ids); the later one would then be reported as a
+// duplicate, never lost silently. If the temporary files cannot be written,
+// it keeps everything in memory instead. Not safe for concurrent use; Close
+// removes the files.
 type idSet struct {
-	seed maphash.Seed
-	m    map[uint64]struct{}
+	seed   maphash.Seed
+	mem    map[uint64]struct{}
+	memCap int
+	runs   []hashRun // sorted hashes on disk, merged when there are too many
+	bloom  *bloom    // over the hashes in runs; nil until the first spill
+	noDisk bool      // spilling failed once: keep to memory
 }
 
-func newIDSet() *idSet { return &idSet{seed: maphash.MakeSeed(), m: map[uint64]struct{}{}} }
+// hashRun is a file of sorted little-endian uint64 hashes.
+type hashRun struct {
+	f *os.File
+	n int64
+}
+
+const (
+	idMemCap  = 1 << 17 // hashes kept in the map before a spill (~3 MB)
+	maxRuns   = 4       // runs before they are merged into one
+	bloomBits = 1 << 26 // 8 MiB: under 1% false positives up to 7 million ids
+)
+
+func newIDSet() *idSet {
+	return &idSet{seed: maphash.MakeSeed(), mem: map[uint64]struct{}{}, memCap: idMemCap}
+}
 
 // add records id and reports whether it was new.
 func (s *idSet) add(id string) bool {
 	h := maphash.String(s.seed, id)
-	if _, ok := s.m[h]; ok {
+	if _, ok := s.mem[h]; ok {
 		return false
 	}
-	s.m[h] = struct{}{}
+	if s.bloom != nil && s.bloom.has(h) && s.onDisk(h) {
+		return false
+	}
+	s.mem[h] = struct{}{}
+	if len(s.mem) >= s.memCap && !s.noDisk {
+		if err := s.spill(); err != nil {
+			s.noDisk = true // memory grows, the run goes on
+		}
+	}
 	return true
+}
+
+func (s *idSet) onDisk(h uint64) bool {
+	for _, r := range s.runs {
+		if r.has(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// spill writes the map's hashes as a sorted run and empties the map.
+func (s *idSet) spill() error {
+	hs := make([]uint64, 0, len(s.mem))
+	for h := range s.mem {
+		hs = append(hs, h)
+	}
+	slices.Sort(hs)
+	r, err := writeRun(func(put func(uint64) error) error {
+		for _, h := range hs {
+			if err := put(h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.bloom == nil {
+		s.bloom = newBloom(bloomBits)
+	}
+	for _, h := range hs {
+		s.bloom.add(h)
+	}
+	s.runs = append(s.runs, r)
+	clear(s.mem)
+	if len(s.runs) > maxRuns {
+		return s.merge()
+	}
+	return nil
+}
+
+// merge replaces the runs by one, so a lookup reads few files.
+func (s *idSet) merge() error {
+	readers := make([]*bufio.Reader, len(s.runs))
+	heads := make([]uint64, len(s.runs))
+	live := make([]bool, len(s.runs))
+	for i, r := range s.runs {
+		readers[i] = bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.n*8), 64<<10)
+		heads[i], live[i] = readHash(readers[i])
+	}
+	merged, err := writeRun(func(put func(uint64) error) error {
+		for {
+			best := -1
+			for i := range heads {
+				if live[i] && (best < 0 || heads[i] < heads[best]) {
+					best = i
+				}
+			}
+			if best < 0 {
+				return nil
+			}
+			if err := put(heads[best]); err != nil {
+				return err
+			}
+			heads[best], live[best] = readHash(readers[best])
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range s.runs {
+		r.f.Close()
+	}
+	s.runs = []hashRun{merged}
+	return nil
+}
+
+func readHash(r *bufio.Reader) (uint64, bool) {
+	var b [8]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[:]), true
+}
+
+// writeRun writes the hashes fill puts, in order, to a new temporary file,
+// removed from its directory at once where the system allows (it lives on
+// while open, and a crash leaves nothing behind).
+func writeRun(fill func(put func(uint64) error) error) (hashRun, error) {
+	f, err := os.CreateTemp("", "llmbatch-ids-*")
+	if err != nil {
+		return hashRun{}, err
+	}
+	os.Remove(f.Name()) // fails on Windows, where Close leaves the file: see close
+	w := bufio.NewWriterSize(f, 64<<10)
+	var n int64
+	var b [8]byte
+	err = fill(func(h uint64) error {
+		binary.LittleEndian.PutUint64(b[:], h)
+		n++
+		_, err := w.Write(b[:])
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return hashRun{}, err
+	}
+	return hashRun{f: f, n: n}, nil
+}
+
+// has looks h up by binary search in the file.
+func (r hashRun) has(h uint64) bool {
+	lo, hi := int64(0), r.n
+	var b [8]byte
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if _, err := r.f.ReadAt(b[:], mid*8); err != nil {
+			return false
+		}
+		switch v := binary.LittleEndian.Uint64(b[:]); {
+		case v == h:
+			return true
+		case v < h:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return false
+}
+
+// close removes the run files.
+func (s *idSet) close() {
+	for _, r := range s.runs {
+		r.f.Close()
+		os.Remove(r.f.Name())
+	}
+	s.runs = nil
+}
+
+// bloom is a Bloom filter of 64-bit hashes, with four probes drawn from the
+// hash itself.
+type bloom struct{ bits []uint64 }
+
+func newBloom(n int) *bloom { return &bloom{bits: make([]uint64, n/64)} }
+
+func (b *bloom) probes(h uint64, fn func(i uint64) bool) bool {
+	m := uint64(len(b.bits) * 64)
+	h2 := h>>32 | h<<32 | 1
+	for k := uint64(0); k < 4; k++ {
+		if !fn((h + k*h2) % m) {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *bloom) add(h uint64) {
+	b.probes(h, func(i uint64) bool { b.bits[i/64] |= 1 << (i % 64); return true })
+}
+
+func (b *bloom) has(h uint64) bool {
+	return b.probes(h, func(i uint64) bool { return b.bits[i/64]&(1<<(i%64)) != 0 })
 }
 
 // hashID gives a short stable number for an id, for generated Batch ids.

@@ -19,6 +19,7 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 	defer close(items)
 	lr := newLineReader(r.cfg.Input, r.cfg.MaxLineBytes)
 	seen := newIDSet()
+	defer seen.close()
 	c := r.cfg.Counters
 	for {
 		line, n, err := lr.next()
