@@ -3,11 +3,13 @@ package batch
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/llmbatch/llmbatch/llm"
 )
@@ -300,5 +302,38 @@ func TestMergeFailingServerDoesNotMultiply(t *testing.T) {
 	// Two groups of 10, 4 attempts each (the job's MaxAttempts).
 	if sum.Failed != 20 || requests.Load() != 8 {
 		t.Errorf("%d failed after %d requests; want 20 failed after 8", sum.Failed, requests.Load())
+	}
+}
+
+// TestMergeSendsPartialGroupWhenInputStalls: with stdin quiet, a group that
+// is not full is sent after the packer's wait instead of waiting for more.
+func TestMergeSendsPartialGroupWhenInputStalls(t *testing.T) {
+	m := &mergeModel{}
+	j := newJob(t, m, mergeInputs(1)...)
+	pr, pw := io.Pipe()
+	go func() {
+		for _, l := range mergeInputs(3) {
+			fmt.Fprintln(pw, l)
+		}
+	}()
+	cfg := j.config(merging, func(c *Config) { c.Input, c.InputPath = pr, "-" })
+	done := make(chan error, 1)
+	go func() { _, err := Run(t.Context(), cfg); done <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(lines(t, j.out())) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the 3 items of a partial group were not answered while the input stayed open")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m.mu.Lock()
+	merged := m.merged
+	m.mu.Unlock()
+	if merged != 1 {
+		t.Errorf("%d merged requests, want the 3 items in one", merged)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
