@@ -52,6 +52,9 @@ func newLineReader(r io.Reader, max int) *lineReader {
 // ErrTooLong. At the end of input it returns io.EOF; a last line without a
 // newline is still returned.
 func (lr *lineReader) next() ([]byte, int, error) {
+	if cap(lr.buf) > keepBuf {
+		lr.buf = nil // one huge line must not pin its buffer for the rest of the run
+	}
 	lr.buf = lr.buf[:0]
 	tooLong := false
 	for {
@@ -83,3 +86,6 @@ func (lr *lineReader) next() ([]byte, int, error) {
 		return b, lr.line, nil
 	}
 }
+
+// keepBuf is the largest line buffer kept from one line to the next.
+const keepBuf = 1 << 20

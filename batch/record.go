@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -43,14 +45,11 @@ type recordShaper struct {
 // shape parses one non-blank line. Errors are causes for a *LineError.
 func (s *recordShaper) shape(line []byte) (*Item, string, error) {
 	if !utf8.Valid(line) {
-		return nil, "", ErrBadUTF8
+		return nil, "", fmt.Errorf("%w (at byte %d)", ErrBadUTF8, invalidUTF8At(line))
 	}
 	var rec map[string]json.RawMessage
 	if err := json.Unmarshal(line, &rec); err != nil || rec == nil {
-		if err == nil {
-			err = fmt.Errorf("null")
-		}
-		return nil, "", fmt.Errorf("%w: %v", ErrNotJSON, err)
+		return nil, "", notJSON(line, err)
 	}
 	if body, ok := rec["body"]; ok {
 		if _, hasMsgs := rec["messages"]; !hasMsgs {
@@ -67,6 +66,35 @@ func (s *recordShaper) shape(line []byte) (*Item, string, error) {
 	}
 	it.ID = id
 	return it, id, nil
+}
+
+// invalidUTF8At returns the offset of the first byte of b that is not part
+// of valid UTF-8, counted from 1 as editors do.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i + 1
+		}
+		i += n
+	}
+	return 0
+}
+
+// notJSON explains why line is not a JSON object: what the decoder said
+// and where (bytes counted from 1), or what it is instead.
+func notJSON(line []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil: // the line is null
+		return fmt.Errorf("%w: got null", ErrNotJSON)
+	case errors.As(err, &te):
+		return fmt.Errorf("%w: got %s", ErrNotJSON, te.Value)
+	case errors.As(err, &se) && se.Offset >= int64(len(line)):
+		return fmt.Errorf("%w: the line ends before its JSON does (was the file cut short?)", ErrNotJSON)
+	}
+	return fmt.Errorf("%w: %v", ErrNotJSON, err)
 }
 
 // recordID reads an id given as a string or an integer; a missing id is
@@ -96,17 +124,22 @@ func recordID(raw json.RawMessage, line []byte) (string, error) {
 // chatItem makes the request of a prompt or messages record.
 func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 	var msgs []llm.Message
+	var prompt string
 	raw, conversation := rec["messages"]
 	if conversation {
 		if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
 			return nil, fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
 		}
 	} else {
-		prompt, err := s.prompt(rec)
-		if err != nil {
+		var err error
+		if prompt, err = s.prompt(rec); err != nil {
 			return nil, err
 		}
-		msgs = []llm.Message{llm.TextMessage("user", prompt)}
+		content := rec["prompt"] // already a JSON string: spare a long prompt one more encoding
+		if s.tmpl != nil {
+			content = llm.TextMessage("user", prompt).Content
+		}
+		msgs = []llm.Message{{Role: "user", Content: content}}
 	}
 	system := s.system
 	if raw, ok := rec["system"]; ok {
@@ -133,18 +166,90 @@ func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 		return nil, ErrNoModel
 	}
 	body["model"], _ = json.Marshal(model)
-	body["messages"], _ = json.Marshal(msgs)
 	setDefault(body, "max_tokens", s.maxTokens)
 	setDefault(body, "temperature", s.temperature)
-	out, err := json.Marshal(body)
+	it := &Item{Model: model}
+	if conversation {
+		it.Tokens = estimate(msgs, body["max_tokens"])
+	} else {
+		// As estimate would make it, without decoding a long prompt again.
+		it.Tokens = llm.EstimateTokens(prompt) + 4 + estimate(msgs[:len(msgs)-1], body["max_tokens"])
+		if mergeable(body) {
+			it.Prompt, it.Group = prompt, groupKey(body, system)
+		}
+	}
+	delete(body, "messages") // params cannot set them
+	out, err := encodeObject(body, msgs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
-	it := &Item{Body: out, Model: model, Tokens: estimate(msgs, body["max_tokens"])}
-	if !conversation && mergeable(body) {
-		it.Prompt, it.Group = llm.TextContent(msgs[len(msgs)-1].Content), groupKey(body, system)
-	}
+	it.Body = out
 	return it, nil
+}
+
+// encodeObject is json.Marshal of obj with, when msgs is not nil, a
+// "messages" field holding msgs: keys sorted, values compacted. It writes
+// into a buffer sized once, so that a prompt of many megabytes is copied
+// once where the encoder's doubling buffer (and a RawMessage per level)
+// would copy it several times.
+func encodeObject(obj map[string]json.RawMessage, msgs []llm.Message) ([]byte, error) {
+	keys := make([]string, 0, len(obj)+1)
+	n := 2
+	for k, v := range obj {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 8
+	}
+	if msgs != nil {
+		keys = append(keys, "messages")
+		for _, m := range msgs {
+			n += len(m.Role) + len(m.Content) + 32
+		}
+	}
+	slices.Sort(keys)
+	b := bytes.NewBuffer(make([]byte, 0, n))
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(k) // a string always marshals
+		b.Write(name)
+		b.WriteByte(':')
+		var err error
+		if k == "messages" && msgs != nil {
+			err = encodeMessages(b, msgs)
+		} else {
+			err = json.Compact(b, obj[k])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// encodeMessages appends msgs to b as json.Marshal would, but for HTML
+// characters, which it leaves as they are.
+func encodeMessages(b *bytes.Buffer, msgs []llm.Message) error {
+	b.WriteByte('[')
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		role, _ := json.Marshal(m.Role)
+		b.WriteString(`{"role":`)
+		b.Write(role)
+		b.WriteString(`,"content":`)
+		if len(m.Content) == 0 {
+			b.WriteString("null")
+		} else if err := json.Compact(b, m.Content); err != nil {
+			return err
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
+	return nil
 }
 
 // unmergeable are request fields whose meaning a merged request would
@@ -240,9 +345,9 @@ func (s *recordShaper) shapeBatch(rec map[string]json.RawMessage, rawBody json.R
 		return nil, id, ErrNoModel
 	}
 	body["model"], _ = json.Marshal(model)
-	out, err := json.Marshal(body)
+	out, err := encodeObject(body, nil)
 	if err != nil {
-		return nil, id, err
+		return nil, id, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
 	return &Item{ID: id, Model: model, Body: out, Tokens: estimate(msgs, body["max_tokens"]), Batch: true}, id, nil
 }

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
@@ -33,8 +34,34 @@ type outcome struct {
 // results file.
 type WriteError struct{ Err error }
 
-func (e *WriteError) Error() string { return "cannot write results: " + e.Err.Error() }
+// Error names the file and the cause once, with a hint for the usual
+// causes: "cannot write out.jsonl: no space left on device (the disk is
+// full)".
+func (e *WriteError) Error() string {
+	if pe, ok := errors.AsType[*fs.PathError](e.Err); ok {
+		return "cannot write " + pe.Path + ": " + pe.Err.Error() + writeHint(e.Err)
+	}
+	return "cannot write: " + e.Err.Error() + writeHint(e.Err)
+}
+
 func (e *WriteError) Unwrap() error { return e.Err }
+
+// writeHint says in words what the usual causes of a failed write mean.
+func writeHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return " (the disk is full)"
+	case errors.Is(err, syscall.EFBIG):
+		return " (the file size limit was reached: see ulimit -f)"
+	case errors.Is(err, syscall.EDQUOT):
+		return " (the disk quota is used up)"
+	case errors.Is(err, syscall.EROFS):
+		return " (the file system is read-only)"
+	case errors.Is(err, fs.ErrPermission):
+		return " (permission denied)"
+	}
+	return ""
+}
 
 // writer alone owns the results file, the errors file and the journal, so
 // the order "results durable, then journal" is kept in one place: a key is
@@ -46,6 +73,11 @@ type writer struct {
 	outLock   *checkpoint.FileLock
 	out, errs *appendFile
 	pending   []pendingKey
+
+	// Outcomes written but not yet committed: they are counted as done or
+	// failed once they are durable, so that a run stopped by a failed write
+	// does not report what a rerun will have to redo.
+	done, failed int64
 }
 
 type pendingKey struct {
@@ -88,12 +120,12 @@ func (w *writer) write(o outcome) error {
 		w.pending = append(w.pending, pendingKey{lineKey(o.bad.Line), checkpoint.Bad})
 		return w.errs.writeJSON(badLine(o.bad))
 	case o.err != nil:
-		c.Failed.Add(1)
+		w.failed++
 		c.Attempts.Add(int64(o.attempts))
 		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Failed})
 		return w.errs.writeJSON(failedLine(o.item, o.err, o.attempts))
 	default:
-		c.Done.Add(1)
+		w.done++
 		c.Attempts.Add(int64(o.attempts))
 		line, err := resultLine(o)
 		if err != nil {
@@ -129,6 +161,9 @@ func (w *writer) commit() error {
 		return &WriteError{err}
 	}
 	w.pending = w.pending[:0]
+	w.cfg.Counters.Done.Add(w.done)
+	w.cfg.Counters.Failed.Add(w.failed)
+	w.done, w.failed = 0, 0
 	return nil
 }
 
@@ -263,10 +298,10 @@ func (a *appendFile) write(line []byte) error {
 	}
 	a.dirty = true
 	if _, err := a.w.Write(line); err != nil {
-		return &WriteError{fmt.Errorf("%s: %w", a.path, err)}
+		return &WriteError{pathErr(a.path, err)}
 	}
 	if err := a.w.WriteByte('\n'); err != nil {
-		return &WriteError{fmt.Errorf("%s: %w", a.path, err)}
+		return &WriteError{pathErr(a.path, err)}
 	}
 	return nil
 }
@@ -284,10 +319,10 @@ func (a *appendFile) sync() error {
 		return nil
 	}
 	if err := a.w.Flush(); err != nil {
-		return &WriteError{fmt.Errorf("%s: %w", a.path, err)}
+		return &WriteError{pathErr(a.path, err)}
 	}
 	if err := a.f.Sync(); err != nil {
-		return &WriteError{fmt.Errorf("%s: sync: %w", a.path, err)}
+		return &WriteError{pathErr(a.path, err)}
 	}
 	a.dirty = false
 	return nil
@@ -303,4 +338,13 @@ func (a *appendFile) close() error {
 	}
 	a.f = nil
 	return err
+}
+
+// pathErr returns err naming path once: as it is when it already names it
+// (an *fs.PathError from the file), or wrapped with the path.
+func pathErr(path string, err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+		return err
+	}
+	return &fs.PathError{Op: "write", Path: path, Err: err}
 }

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -13,6 +14,10 @@ import (
 // just before it that hold a NUL byte: a power loss can keep a file's new size but not its data, which
 // then reads as NULs, and no JSON line holds a raw NUL. A file with no line to keep is cut to nothing.
 // A missing file is not an error: RepairTail returns (0, nil). The cut is fsynced before RepairTail returns.
+//
+// RepairTail cuts only what a crash can leave: pieces that begin like a JSON object or hold NULs. A file
+// whose last line is anything else (a text file given by mistake, a line the user added) is not changed,
+// and RepairTail returns an error wrapping [ErrNotJSONL]: a wrong path must not cost the user data.
 //
 // The pipeline calls it on the results and errors files before appending to them.
 func RepairTail(path string) (int64, error) {
@@ -42,6 +47,9 @@ func repairTail(f *os.File) (int64, error) {
 	size := fi.Size()
 	keep, err := tornTail(f, size)
 	if err != nil || keep == size {
+		return 0, err
+	}
+	if err := checkTorn(f, keep, size); err != nil {
 		return 0, err
 	}
 	if err := f.Truncate(keep); err != nil {
@@ -86,4 +94,68 @@ func tornTail(r io.ReaderAt, size int64) (int64, error) {
 		return keep, nil // the first line of the file is whole and sound
 	}
 	return 0, nil
+}
+
+// ErrNotJSONL is wrapped by the error of [RepairTail] when the file's tail is not what a crash leaves of a
+// JSONL file: most likely the path names some other file.
+var ErrNotJSONL = errors.New("not a JSONL file written by llmbatch")
+
+// checkTorn checks that the bytes of r from keep to size, which tornTail would cut, are torn JSON lines:
+// each piece between newlines starts with '{' or holds a NUL (see [RepairTail]).
+func checkTorn(r io.ReaderAt, keep, size int64) error {
+	const peek = 64
+	for off := keep; off < size; {
+		head := make([]byte, min(peek, size-off))
+		if _, err := r.ReadAt(head, off); err != nil && err != io.EOF {
+			return err
+		}
+		end, err := lineEnd(r, off, size) // the offset after this piece's newline, or size
+		if err != nil {
+			return err
+		}
+		if head[0] != '{' && head[0] != '\n' {
+			nul, err := holdsNUL(r, off, end)
+			if err != nil {
+				return err
+			}
+			if !nul {
+				return fmt.Errorf("%w: line %q… at byte %d is neither JSON nor left by a crash; is this the right file?",
+					ErrNotJSONL, bytes.TrimRight(head, "\n"), off+1)
+			}
+		}
+		off = end
+	}
+	return nil
+}
+
+// lineEnd returns the offset just after the first newline at or after off, or size when there is none.
+func lineEnd(r io.ReaderAt, off, size int64) (int64, error) {
+	buf := make([]byte, 32<<10)
+	for off < size {
+		b := buf[:min(int64(len(buf)), size-off)]
+		if _, err := r.ReadAt(b, off); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return off + int64(i) + 1, nil
+		}
+		off += int64(len(b))
+	}
+	return size, nil
+}
+
+// holdsNUL reports whether the bytes of r from off to end hold a NUL.
+func holdsNUL(r io.ReaderAt, off, end int64) (bool, error) {
+	buf := make([]byte, 32<<10)
+	for off < end {
+		b := buf[:min(int64(len(buf)), end-off)]
+		if _, err := r.ReadAt(b, off); err != nil && err != io.EOF {
+			return false, err
+		}
+		if bytes.IndexByte(b, 0) >= 0 {
+			return true, nil
+		}
+		off += int64(len(b))
+	}
+	return false, nil
 }

@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestRepairTail(t *testing.T) {
-	long := strings.Repeat("x", 100_000) // longer than RepairTail's read block
+	long := "{" + strings.Repeat("x", 100_000) // longer than RepairTail's read block
 	tests := []struct {
 		name, file, want string
 	}{
@@ -59,6 +60,31 @@ func TestRepairTail(t *testing.T) {
 			t.Error("RepairTail(directory) = nil error")
 		}
 	})
+}
+
+// TestRepairTailRefusesOtherFiles gives RepairTail files that are not what a crash leaves of a JSONL file:
+// a path given by mistake. It must refuse them with ErrNotJSONL and change nothing.
+func TestRepairTailRefusesOtherFiles(t *testing.T) {
+	long := strings.Repeat("z", 100_000)
+	for name, file := range map[string]string{
+		"text without a final newline": "my notes\nthe last line",
+		"a single line of text":        "hello",
+		"a long last line of text":     "a\n" + long,
+		"text after a NUL line":        "a\n\x00\x00\nplain text",
+		"a space before the brace":     `{"id":"a"}` + "\n" + ` {"id":`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "notes.txt")
+			writeFile(t, path, []byte(file))
+			cut, err := checkpoint.RepairTail(path)
+			if !errors.Is(err, checkpoint.ErrNotJSONL) || cut != 0 {
+				t.Errorf("RepairTail() = %d, %v; want 0 and an error wrapping ErrNotJSONL", cut, err)
+			}
+			if got := string(readFile(t, path)); got != file {
+				t.Errorf("RepairTail() changed the file to %.40q", got)
+			}
+		})
+	}
 }
 
 // nuls returns n NUL bytes: what a power loss leaves where a file grew but its data never reached the disk.

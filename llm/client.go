@@ -49,6 +49,7 @@ type Client struct {
 	http     HTTPClient
 	log      *slog.Logger
 	stats    stats
+	secrets  []secret // the key and the base URL's credentials, hidden from errors (see scrub)
 }
 
 // New validates cfg and returns a client.
@@ -59,7 +60,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg = withDefaults(cfg)
 	// JoinPath keeps a query, such as Azure's ?api-version=, after the path.
-	c := &Client{cfg: cfg, endpoint: u.JoinPath("chat/completions").String(), http: cfg.HTTPClient, log: cfg.Logger}
+	c := &Client{cfg: cfg, endpoint: u.JoinPath("chat/completions").String(), http: cfg.HTTPClient, log: cfg.Logger,
+		secrets: secrets(cfg.APIKey, u)}
 	if c.http == nil {
 		c.http = newHTTPClient(cfg)
 	}
@@ -123,6 +125,17 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 		req.Header.Del("Authorization")
 	}
 	return nil
+}
+
+// CloseIdleConnections closes the keep-alive connections of the default
+// HTTP client (and of a given HTTPClient that has such a method), ending
+// the transport's goroutines that serve them. The client stays usable: the
+// next request dials again. Callers done with a Client call it so that no
+// goroutine outlives the run.
+func (c *Client) CloseIdleConnections() {
+	if ic, ok := c.http.(interface{ CloseIdleConnections() }); ok {
+		ic.CloseIdleConnections()
+	}
 }
 
 // Request is one chat completion call. Body is kept as bytes so that every
@@ -280,21 +293,51 @@ func (c *Client) newRequest(ctx context.Context, body []byte) *http.Request {
 	return hr
 }
 
-// scrub removes the key from e, in case a server or proxy echoed it back
-// (some error pages quote the request's headers). Keys too short to be
-// secret, such as a local server's placeholder, are left alone.
+// scrub removes the key and the base URL's credentials from e, in case a
+// server or proxy echoed them back (some error pages quote the request's
+// headers; net/http's own errors name the URL, which transportError
+// drops). Secrets too short to be secret, such as a local server's
+// placeholder key, are left alone.
 func (c *Client) scrub(err error) error {
 	e, ok := err.(*APIError)
-	key := c.cfg.APIKey
-	if !ok || len(key) < 8 {
+	if !ok {
 		return err
 	}
-	e.Code = strings.ReplaceAll(e.Code, key, "[key]")
-	e.Message = strings.ReplaceAll(e.Message, key, "[key]")
-	if e.Err != nil && strings.Contains(e.Err.Error(), key) {
-		e.Err = errors.New(strings.ReplaceAll(e.Err.Error(), key, "[key]"))
+	for _, s := range c.secrets {
+		e.Code = strings.ReplaceAll(e.Code, s.value, s.mask)
+		e.Message = strings.ReplaceAll(e.Message, s.value, s.mask)
+		if e.Err != nil && strings.Contains(e.Err.Error(), s.value) {
+			e.Err = errors.New(strings.ReplaceAll(e.Err.Error(), s.value, s.mask))
+		}
 	}
 	return e
+}
+
+// A secret is a string scrub hides, and what it shows instead.
+type secret struct{ value, mask string }
+
+// secrets lists what scrub hides: the key ("[key]"), and the password and
+// credential query values of the base URL u ("xxxxx", as [Redact] shows
+// them), each at least 8 bytes long.
+func secrets(key string, u *url.URL) []secret {
+	var out []secret
+	add := func(s, mask string) {
+		if len(s) >= 8 {
+			out = append(out, secret{s, mask})
+		}
+	}
+	add(strings.TrimSpace(key), "[key]")
+	if pw, ok := u.User.Password(); ok {
+		add(pw, "xxxxx")
+	}
+	for k, vs := range u.Query() {
+		if secretParam(k) {
+			for _, v := range vs {
+				add(v, "xxxxx")
+			}
+		}
+	}
+	return out
 }
 
 func parseOK(res *http.Response, raw []byte) (*Response, error) {
@@ -310,7 +353,7 @@ func parseOK(res *http.Response, raw []byte) (*Response, error) {
 		// Some gateways answer 200 with an error envelope; keep what it says.
 		e := &APIError{Status: res.StatusCode, Kind: Transient, Message: "response has no choices"}
 		if code, msg, ok := errorEnvelope(raw); ok && (code != "" || msg != "") {
-			e.Code, e.Message = code, strings.TrimSuffix(e.Message+": "+msg, ": ")
+			e.Code, e.Message = printable(code, maxCode), strings.TrimSuffix(e.Message+": "+printable(msg, maxMessage), ": ")
 		}
 		return nil, e
 	}
@@ -337,11 +380,17 @@ func transportError(ctx, actx context.Context, err error) error {
 	case certError(err):
 		e.Kind = Certificate
 		e.Message = "server certificate not trusted (check the base URL, or add its CA to SSL_CERT_FILE): " + err.Error()
+	case notTLS(err):
+		e.Kind = Certificate
+		e.Message = "the server does not speak TLS (is the base URL https:// where the server wants http://?): " + err.Error()
 	}
 	return e
 }
 
-// Redact returns rawURL with any password or user info hidden.
+// Redact returns rawURL fit to print: user info (a user name and password)
+// and the values of query parameters that look like credentials ("key",
+// "api-key", "token", "sig", "secret", "password", ...) are replaced by
+// "xxxxx". A URL that cannot be parsed is not shown at all.
 func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -350,5 +399,30 @@ func Redact(rawURL string) string {
 	if u.User != nil {
 		u.User = url.User("xxxxx")
 	}
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			u.RawQuery = "xxxxx"
+		} else {
+			for k := range q {
+				if secretParam(k) {
+					q[k] = []string{"xxxxx"}
+				}
+			}
+			u.RawQuery = q.Encode()
+		}
+	}
 	return u.String()
+}
+
+// secretParam reports whether a query parameter's name suggests that its
+// value is a credential, as in Azure's ?sig= or a gateway's ?api_key=.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"key", "token", "secret", "sig", "password", "passwd", "auth", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }

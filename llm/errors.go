@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -25,7 +26,7 @@ const (
 	TooLarge                    // 400/413 for size, 429 "request too large": split the group or give up on the item
 	Auth                        // 401, 403: stop the run (exit 3)
 	QuotaSpent                  // 402, 429 insufficient_quota and the like: stop the run (exit 3)
-	Certificate                 // the server's TLS certificate cannot be verified: stop the run (exit 3)
+	Certificate                 // TLS cannot be set up: the server's certificate cannot be verified, or it does not speak TLS: stop the run (exit 3)
 	Unavailable                 // every attempt has failed transiently for too long: stop the run (exit 3)
 )
 
@@ -107,6 +108,8 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 	e.Kind = kindOf(status, e.Code, e.Message)
 	e.RetryAfter = retryHint(status, h, body, now)
 	e.tokenLimit = e.Kind == RateLimited && tokenLimited(h, body)
+	// Classified on what the server said; kept as fit to print.
+	e.Code, e.Message = printable(e.Code, maxCode), printable(e.Message, maxMessage)
 	return e
 }
 
@@ -256,6 +259,30 @@ func rawMessage(body []byte) string {
 	return clip(s, 300)
 }
 
+// maxCode and maxMessage bound what an error keeps of the provider's code
+// and message: a server may send megabytes, and each failed item's message
+// goes to the errors file and the log.
+const (
+	maxCode    = 200
+	maxMessage = 2000
+)
+
+// printable returns s fit for a terminal, a log line and the errors file:
+// control characters (escape sequences a hostile server could send to the
+// user's terminal, newlines that would forge log lines) become spaces,
+// invalid UTF-8 becomes U+FFFD, and the result is clipped to n bytes.
+func printable(s string, n int) string {
+	s = clip(s, n+3) // first: a body of megabytes is not worth mapping
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+	return clip(s, n)
+}
+
 // clip shortens s to at most n bytes without splitting a UTF-8 sequence,
 // marking the cut with an ellipsis.
 func clip(s string, n int) string {
@@ -280,4 +307,12 @@ func certError(err error) bool {
 	)
 	return errors.As(err, &verify) || errors.As(err, &unknown) ||
 		errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// notTLS reports whether err says the server answered a TLS handshake with
+// something else, most often plain HTTP: a base URL given as https:// for
+// a server that serves http://. Retrying cannot fix it either.
+func notTLS(err error) bool {
+	var rh tls.RecordHeaderError
+	return errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &rh)
 }
