@@ -30,6 +30,8 @@ func openWriter(cfg *Config) (*writer, error) {
 			return nil, err
 		}
 	}
+	// A run refused at setup leaves no file behind that it created.
+	created := newFilesOf(cfg.Output, cfg.Checkpoint)
 	// The results file is locked as well as the journal: two runs given the
 	// same output and different checkpoints must not both write it.
 	outLock, err := checkpoint.LockFile(cfg.Output)
@@ -39,12 +41,14 @@ func openWriter(cfg *Config) (*writer, error) {
 	j, err := checkpoint.Open(cfg.Checkpoint, cfg.settings())
 	if err != nil {
 		outLock.Close()
+		created.remove()
 		return nil, &SetupError{err}
 	}
 	w := &writer{cfg: cfg, j: j, outLock: outLock, out: &appendFile{path: cfg.Output}, errs: &appendFile{path: cfg.Errors}}
 	if err := w.recover(); err != nil {
 		j.Close()
 		outLock.Close()
+		created.remove()
 		return nil, err
 	}
 	if n := j.Repaired(); n > 0 {
@@ -54,6 +58,26 @@ func openWriter(cfg *Config) (*writer, error) {
 	// records need not stay in memory.
 	j.Lean()
 	return w, nil
+}
+
+// newFiles lists which of paths do not exist yet.
+type newFiles []string
+
+func newFilesOf(paths ...string) newFiles {
+	var nf newFiles
+	for _, p := range paths {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			nf = append(nf, p)
+		}
+	}
+	return nf
+}
+
+// remove deletes the files a refused setup created.
+func (nf newFiles) remove() {
+	for _, p := range nf {
+		os.Remove(p)
+	}
 }
 
 func checkPath(p, input string) error {

@@ -484,3 +484,22 @@ func TestRunStopWithSilentStdin(t *testing.T) {
 		t.Fatal("Run did not return after a 401 while stdin stayed open")
 	}
 }
+
+func TestRunRefusedLeavesNoNewFiles(t *testing.T) {
+	j := newJob(t, mock.New(mock.Config{}), prompts(1)...)
+	notes := filepath.Join(j.dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("my notes, no newline at the end"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := j.run(func(c *Config) { c.Output = notes })
+	var se *SetupError
+	if !errors.As(err, &se) {
+		t.Fatalf("Run with a text file as output: error = %v, want a SetupError", err)
+	}
+	if _, err := os.Stat(notes + ".ckpt"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run left %s.ckpt behind", notes)
+	}
+	if b, _ := os.ReadFile(notes); string(b) != "my notes, no newline at the end" {
+		t.Errorf("the user's file was changed: %q", b)
+	}
+}

@@ -93,12 +93,15 @@ func writeReport(opts *RunOptions, r *Report) error {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(opts.Report, append(b, '\n')); err != nil {
+		// The report can quote a server's message, which can quote a
+		// prompt: private, like the results.
+		if err := writeAtomic(opts.Report, append(b, '\n'), 0o600); err != nil {
 			return err
 		}
 	}
 	if opts.MetricsFile != "" {
-		return writeAtomic(opts.MetricsFile, []byte(r.prometheus()))
+		// Figures only, read by node_exporter, which may run as another user.
+		return writeAtomic(opts.MetricsFile, []byte(r.prometheus()), 0o644)
 	}
 	return nil
 }
@@ -139,7 +142,7 @@ func mustUnix(rfc string) int64 {
 	return t.Unix()
 }
 
-func writeAtomic(path string, b []byte) error {
+func writeAtomic(path string, b []byte, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".llmbatch-report-*")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -152,7 +155,7 @@ func writeAtomic(path string, b []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

@@ -139,7 +139,7 @@ The API key is read from the environment, never from a flag:
 	fl.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.deepseek.com/v1")
 	fl.StringVar(&opts.Model, "model", "", "model id (records may name their own)")
 	fl.StringSliceVar(&opts.Fallbacks, "fallback-models", nil, "models to try in order for an item whose attempts fail on 5xx, no answer, or an unknown model")
-	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key")
+	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key; several, comma-separated, are rotated")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
 	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly 3% under it; 0 for none known")
 	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model (estimated prompt tokens plus max_tokens); 0 for none known")
@@ -227,7 +227,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	cfg.Limiter = llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
 		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log})
 	cfg.Client, err = llm.New(llm.Config{
-		BaseURL: ep.baseURL, APIKey: ep.key, Timeout: opts.Timeout, Concurrency: opts.Concurrency,
+		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, Concurrency: opts.Concurrency,
 		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
 		Limiter: cfg.Limiter, UserAgent: "llmbatch/" + Version, Logger: log,
 	})
@@ -327,7 +327,8 @@ func unwrapPath(err error) error {
 
 // endpoint is where and as whom requests go.
 type endpoint struct {
-	baseURL, key string
+	baseURL string
+	keys    []string
 }
 
 // resolveEndpoint applies the provider preset, reads the key from the
@@ -357,26 +358,36 @@ func resolveEndpoint(opts *RunOptions, log *slog.Logger) (endpoint, func(), erro
 	if ep.baseURL == "" {
 		return endpoint{}, none, usageErr("no endpoint: give --provider (%s) or --base-url", strings.Join(presetNames(), ", "))
 	}
-	key, err := apiKey(opts, p)
+	keys, err := apiKeys(opts, p)
 	if err != nil {
 		closeEP()
 		return endpoint{}, none, err
 	}
-	ep.key = key
-	if key != "" && plainRemote(ep.baseURL) {
+	ep.keys = keys
+	if len(keys) > 0 && plainRemote(ep.baseURL) {
 		log.Warn("the API key is sent over plain http to a remote host; use https", "base_url", llm.Redact(ep.baseURL))
 	}
 	return ep, closeEP, nil
 }
 
-// apiKey reads the key from the first variable set among --api-key-env,
+// apiKeys reads the key from the first variable set among --api-key-env,
 // LLMBATCH_API_KEY and the provider's usual one. The key is never a flag.
-func apiKey(opts *RunOptions, p preset) (string, error) {
+//
+// --api-key-env A,B,C names several variables: every one must be set, and
+// the keys are rotated (a key that gets a 429 rests, one that is refused is
+// dropped).
+func apiKeys(opts *RunOptions, p preset) ([]string, error) {
 	if opts.APIKeyEnv != "" {
-		if k := strings.TrimSpace(opts.Getenv(opts.APIKeyEnv)); k != "" {
-			return k, nil
+		var keys []string
+		for _, name := range strings.Split(opts.APIKeyEnv, ",") {
+			name = strings.TrimSpace(name)
+			k := strings.TrimSpace(opts.Getenv(name))
+			if k == "" {
+				return nil, usageErr("--api-key-env %s: that environment variable is empty or unset", name)
+			}
+			keys = append(keys, k)
 		}
-		return "", usageErr("--api-key-env %s: that environment variable is empty or unset", opts.APIKeyEnv)
+		return keys, nil
 	}
 	names := []string{"LLMBATCH_API_KEY"}
 	if p.KeyEnv != "" {
@@ -384,13 +395,13 @@ func apiKey(opts *RunOptions, p preset) (string, error) {
 	}
 	for _, n := range names {
 		if k := strings.TrimSpace(opts.Getenv(n)); k != "" {
-			return k, nil
+			return []string{k}, nil
 		}
 	}
 	if opts.Provider != "" && !p.NoKey {
-		return "", usageErr("no API key: set %s (or name another variable with --api-key-env)", strings.Join(names, " or "))
+		return nil, usageErr("no API key: set %s (or name another variable with --api-key-env)", strings.Join(names, " or "))
 	}
-	return "", nil
+	return nil, nil
 }
 
 func plainRemote(base string) bool {

@@ -305,3 +305,16 @@ func TestBudgetSpentByTheLastItemIsStillSuccess(t *testing.T) {
 		t.Errorf("exit %d, want %d: nothing was left to do when the budget ran out\n%s", code, exitOK, stderr)
 	}
 }
+
+func TestSeveralKeys(t *testing.T) {
+	in := writeInput(t, `{"id":"a","prompt":"x"}`)
+	env := map[string]string{"KEY_A": "sk-aaaaaaaaaa"}
+	code, _, stderr := execute(t, env, "run", "--provider", "mock", "--api-key-env", "KEY_A,KEY_B", in)
+	if code != exitUsage || !strings.Contains(stderr, "KEY_B") || strings.Contains(stderr, "sk-aaaa") {
+		t.Errorf("a missing second key: exit %d, stderr %q; want %d naming KEY_B and no key", code, stderr, exitUsage)
+	}
+	env["KEY_B"] = "sk-bbbbbbbbbb"
+	if code, _, stderr := execute(t, env, "run", "--provider", "mock", "--api-key-env", "KEY_A,KEY_B", in); code != exitOK {
+		t.Errorf("two keys: exit %d\n%s", code, stderr)
+	}
+}

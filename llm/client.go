@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,6 +29,7 @@ type HTTPClient interface {
 type Config struct {
 	BaseURL        string        // e.g. https://api.deepseek.com/v1; required
 	APIKey         string        // sent as "Authorization: Bearer", spaces trimmed; empty sends none
+	APIKeys        []string      // several keys, rotated: a 429 rests a key, a 401/403 drops it; overrides APIKey
 	Timeout        time.Duration // one attempt, whole response body included; default 60s
 	ConnectTimeout time.Duration // TCP and TLS setup; default 10s
 	Concurrency    int           // sizes the keep-alive pool; default 4
@@ -50,6 +52,7 @@ type Client struct {
 	log      *slog.Logger
 	stats    stats
 	secrets  []secret // the key and the base URL's credentials, hidden from errors (see scrub)
+	keys     *keyRing // several keys in rotation; nil with one or none
 }
 
 // New validates cfg and returns a client.
@@ -61,7 +64,7 @@ func New(cfg Config) (*Client, error) {
 	cfg = withDefaults(cfg)
 	// JoinPath keeps a query, such as Azure's ?api-version=, after the path.
 	c := &Client{cfg: cfg, endpoint: u.JoinPath("chat/completions").String(), http: cfg.HTTPClient, log: cfg.Logger,
-		secrets: secrets(cfg.APIKey, u)}
+		secrets: secrets(append([]string{cfg.APIKey}, cfg.APIKeys...), u), keys: newKeyRing(cfg.APIKeys)}
 	if c.http == nil {
 		c.http = newHTTPClient(cfg)
 	}
@@ -96,6 +99,13 @@ func withDefaults(cfg Config) Config {
 	// A key read from a file or a variable often ends in a newline, which
 	// would make every request fail as an invalid header.
 	cfg.APIKey = strings.TrimSpace(cfg.APIKey)
+	cfg.APIKeys = slices.Clone(cfg.APIKeys)
+	for i, k := range cfg.APIKeys {
+		cfg.APIKeys[i] = strings.TrimSpace(k)
+	}
+	if len(cfg.APIKeys) == 1 {
+		cfg.APIKey, cfg.APIKeys = cfg.APIKeys[0], nil
+	}
 	return cfg
 }
 
@@ -177,14 +187,25 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if err != nil {
 			return nil, n - 1, stopped(err, last)
 		}
+		ki, key, err := c.pickKey(ctx)
+		if err != nil {
+			p.release()
+			return nil, n - 1, stopped(err, last)
+		}
+		if p != nil {
+			p.keyed = ki >= 0
+		}
 		c.stats.attempts.Add(1)
-		resp, err := c.attempt(ctx, req.Body)
+		resp, err := c.attempt(ctx, req.Body, key)
 		c.report(p, resp, err)
 		if err == nil {
 			return resp, n, nil
 		}
 		if ctx.Err() != nil {
 			return nil, n, ctx.Err()
+		}
+		if errors.As(err, &last) && ki >= 0 && n < c.cfg.MaxAttempts && c.keyFailed(ki, last) {
+			continue // another key takes the next attempt at once
 		}
 		if !errors.As(err, &last) || !last.Kind.Retryable() {
 			return nil, n, err
@@ -251,10 +272,10 @@ func (c *Client) wait(ctx context.Context, d time.Duration, ae *APIError) error 
 
 // attempt makes one HTTP exchange under the per-attempt timeout, which
 // covers reading the whole body.
-func (c *Client) attempt(ctx context.Context, body []byte) (*Response, error) {
+func (c *Client) attempt(ctx context.Context, body []byte, key string) (*Response, error) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	res, err := c.http.Do(c.newRequest(actx, body))
+	res, err := c.http.Do(c.newRequest(actx, body, key))
 	if err != nil {
 		return nil, c.scrub(transportError(ctx, actx, err))
 	}
@@ -281,14 +302,14 @@ func (c *Client) attempt(ctx context.Context, body []byte) (*Response, error) {
 	return resp, nil
 }
 
-func (c *Client) newRequest(ctx context.Context, body []byte) *http.Request {
+func (c *Client) newRequest(ctx context.Context, body []byte, key string) *http.Request {
 	// The endpoint was checked by New and the method is fixed: this cannot fail.
 	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set("User-Agent", c.cfg.UserAgent)
-	if c.cfg.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	if key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key)
 	}
 	return hr
 }
@@ -319,14 +340,16 @@ type secret struct{ value, mask string }
 // secrets lists what scrub hides: the key ("[key]"), and the password and
 // credential query values of the base URL u ("xxxxx", as [Redact] shows
 // them), each at least 8 bytes long.
-func secrets(key string, u *url.URL) []secret {
+func secrets(keys []string, u *url.URL) []secret {
 	var out []secret
 	add := func(s, mask string) {
 		if len(s) >= 8 {
 			out = append(out, secret{s, mask})
 		}
 	}
-	add(strings.TrimSpace(key), "[key]")
+	for _, key := range keys {
+		add(strings.TrimSpace(key), "[key]")
+	}
 	if pw, ok := u.User.Password(); ok {
 		add(pw, "xxxxx")
 	}

@@ -21,7 +21,7 @@ func (ln *lane) rateLimited(p *permit, ae *APIError) {
 	if d <= 0 {
 		d = time.Second
 	}
-	if !ae.tokenLimit {
+	if !ae.tokenLimit && !p.keyed {
 		ln.pause(d)
 	}
 	if !ln.l.cfg.Adapt {

@@ -188,6 +188,7 @@ type permit struct {
 	tokens int
 	slot   bool      // holds a concurrency slot
 	sent   time.Time // when acquire let it go
+	keyed  bool      // sent with one of several keys: a 429 rests the key, not the lane
 }
 
 // release gives back the concurrency slot without reporting an outcome.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -88,10 +89,39 @@ func (t *Tokenizer) Count(s string) int {
 		return 0
 	}
 	tk, err := t.enc.get()
-	if err != nil {
+	if err != nil || len(s) > maxCountBytes {
 		return EstimateTokens(s)
 	}
-	return len(tk.EncodeOrdinary(s))
+	// BPE takes time in the square of a word's length, and a prompt may be
+	// one long "word" (base64, a minified file): count it in pieces cut at
+	// a space where there is one. Each cut may shift the count by a token.
+	n := 0
+	for len(s) > 0 {
+		piece := s[:cutAt(s, countChunk)]
+		n += len(tk.EncodeOrdinary(piece))
+		s = s[len(piece):]
+	}
+	return n
+}
+
+const (
+	countChunk    = 1 << 10  // bytes counted at once
+	maxCountBytes = 16 << 20 // longer texts are estimated, not counted
+)
+
+// cutAt returns where to cut s to at most n bytes: at the last space in
+// its second half (before it), else at a rune boundary.
+func cutAt(s string, n int) int {
+	if len(s) <= n {
+		return len(s)
+	}
+	if i := strings.LastIndexAny(s[n/2:n], " \n\t"); i >= 0 {
+		return n/2 + i // before the space: tokens carry their leading space
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
 }
 
 // o200kPrefixes are the model families whose tokenizer is o200k_base.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestTokenizerCount(t *testing.T) {
@@ -138,5 +139,27 @@ func BenchmarkTokenizerLoad(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCountLongWordIsFast: a prompt that is one long "word" (base64, say)
+// must not take the square of its length to count.
+func TestCountLongWordIsFast(t *testing.T) {
+	tk, err := NewTokenizer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() { done <- tk.Count(strings.Repeat("A", 256<<10)) }()
+	select {
+	case n := <-done:
+		if n < 256<<10/16 || n > 256<<10 {
+			t.Errorf("Count(256 KiB of A) = %d, want a plausible count", n)
+		}
+	case <-time.After(20 * time.Second): // some hundred ms when chunked; minutes when not
+		t.Fatal("Count(256 KiB without a space) did not finish in 20s")
+	}
+	if a, b := tk.Count("hello world, this is a test"), tk.Count("hello world, this is a test"); a != b || a < 5 {
+		t.Errorf("Count of a short text = %d, %d", a, b)
 	}
 }
