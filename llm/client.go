@@ -218,8 +218,12 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 			return nil, n, err
 		}
 		c.stats.retried(last, d)
+		source := "backoff"
+		if last.RetryAfter > 0 {
+			source = last.hintFrom
+		}
 		c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
-			"kind", last.Kind.String(), "delay", d, "hint", last.RetryAfter > 0)
+			"kind", last.Kind.String(), "delay", d, "source", source)
 		if err := c.wait(ctx, d, last); err != nil {
 			return nil, n, stopped(err, last)
 		}

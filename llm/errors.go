@@ -71,6 +71,7 @@ type APIError struct {
 
 	header     http.Header // the response's header, for the limiter; nil when none arrived
 	tokenLimit bool        // a 429 about tokens rather than requests
+	hintFrom   string      // where RetryAfter came from: "header" or "body"
 }
 
 func (e *APIError) Error() string {
@@ -107,6 +108,12 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 	}
 	e.Kind = kindOf(status, e.Code, e.Message)
 	e.RetryAfter = retryHint(status, h, body, now)
+	if e.RetryAfter > 0 {
+		e.hintFrom = "body"
+		if retryHint(status, h, nil, now) > 0 {
+			e.hintFrom = "header"
+		}
+	}
 	e.tokenLimit = e.Kind == RateLimited && tokenLimited(h, body)
 	// Classified on what the server said; kept as fit to print.
 	e.Code, e.Message = printable(e.Code, maxCode), printable(e.Message, maxMessage)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -83,4 +84,46 @@ func TestKeyRotation(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRetryLogSaysWhereTheDelayCameFrom: each retry is one debug line with
+// the request, attempt, status, delay and its source.
+func TestRetryLogSaysWhereTheDelayCameFrom(t *testing.T) {
+	tests := []struct {
+		first reply
+		want  string
+	}{
+		{reply{status: 429, header: map[string]string{"retry-after-ms": "5"}}, `"source":"header"`},
+		{reply{status: 429, body: `{"error":{"message":"slow down"},"data":{"retry_after_seconds":0.005}}`}, `"source":"body"`},
+		{reply{status: 503}, `"source":"backoff"`},
+	}
+	for _, tt := range tests {
+		var buf strings.Builder
+		var mu sync.Mutex
+		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		s := scripted(t, tt.first, reply{})
+		c := newTestClient(t, s.URL(), func(c *Config) { c.Logger = log })
+		if _, _, err := c.Do(t.Context(), &Request{Body: []byte(`{}`), Label: "item-7"}); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		line := buf.String()
+		mu.Unlock()
+		for _, w := range []string{`"msg":"retry"`, `"request":"item-7"`, `"attempt":1`, tt.want} {
+			if !strings.Contains(line, w) {
+				t.Errorf("retry log %s lacks %s", line, w)
+			}
+		}
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
