@@ -37,12 +37,13 @@ type RunOptions struct {
 	APIKeyEnv string
 	MockOpts  string // options of the built-in mock, e.g. "latency=50ms,rpm=600"
 
-	Concurrency int
-	RPM, TPM    int
-	MaxAttempts int
-	BaseDelay   time.Duration
-	MaxDelay    time.Duration
-	Timeout     time.Duration
+	Concurrency    int
+	RPM, TPM       int
+	MaxAttempts    int
+	BaseDelay      time.Duration
+	MaxDelay       time.Duration
+	Timeout        time.Duration
+	ConnectTimeout time.Duration
 
 	System      string
 	Template    string
@@ -149,6 +150,7 @@ The API key is read from the environment, never from a flag:
 	fl.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
 	fl.DurationVar(&opts.MaxDelay, "max-delay", time.Minute, "backoff cap (a server's Retry-After is always honoured in full)")
 	fl.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included (a --provider preset makes it 10-15m)")
+	fl.DurationVar(&opts.ConnectTimeout, "connect-timeout", 10*time.Second, "TCP and TLS setup of a connection, apart from --timeout")
 	fl.StringVar(&opts.System, "system", "", "system prompt for records without one")
 	fl.StringVar(&opts.Template, "template", "", "Go text/template over the record's fields making the prompt, e.g. 'Classify: {{.text}}'")
 	fl.StringVar(&templateFile, "template-file", "", "read the --template from a file")
@@ -227,7 +229,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	cfg.Limiter = llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
 		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log})
 	cfg.Client, err = llm.New(llm.Config{
-		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, Concurrency: opts.Concurrency,
+		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, ConnectTimeout: opts.ConnectTimeout, Concurrency: opts.Concurrency,
 		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
 		Limiter: cfg.Limiter, UserAgent: "llmbatch/" + Version, Logger: log,
 	})
@@ -280,8 +282,8 @@ func validate(opts *RunOptions) error {
 		return usageErr("--rpm and --tpm must be 0 (no limit) or more")
 	case opts.MaxAttempts < 1:
 		return usageErr("--max-attempts must be at least 1")
-	case opts.Timeout <= 0:
-		return usageErr("--timeout must be positive")
+	case opts.Timeout <= 0 || opts.ConnectTimeout <= 0:
+		return usageErr("--timeout and --connect-timeout must be positive")
 	case opts.BaseDelay < 0 || opts.MaxDelay < 0:
 		return usageErr("--base-delay and --max-delay must not be negative")
 	case opts.MaxTokens != nil && *opts.MaxTokens < 1:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -45,8 +47,9 @@ type scenario struct {
 	workers     int
 	n           int
 	noHeaders   bool
-	max429      float64 // fraction of requests, a loose bound to catch a regression
-	maxSlowdown float64 // of the ideal time n/limit
+	max429      float64   // fraction of requests, a loose bound to catch a regression
+	maxSlowdown float64   // of the ideal time n/limit
+	log         io.Writer // where the limiter logs; nil: nowhere
 }
 
 // runScenario pushes n requests through a client with an adaptive limiter
@@ -58,7 +61,11 @@ func runScenario(t *testing.T, sc scenario) (time.Duration, int64) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mock.New(mock.Config{RPM: sc.serverRPM, Window: time.Second, Latency: 20 * time.Millisecond})
 		// The client's rpm is per minute; the scaled server counts per second.
-		lim := llm.NewLimiterConfig(llm.LimiterConfig{RPM: sc.clientRPM * 60, Adapt: true, Margin: 0.03, Concurrency: sc.workers})
+		var logger *slog.Logger
+		if sc.log != nil {
+			logger = slog.New(slog.NewTextHandler(sc.log, nil))
+		}
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{RPM: sc.clientRPM * 60, Adapt: true, Margin: 0.03, Concurrency: sc.workers, Logger: logger})
 		c, err := llm.New(llm.Config{BaseURL: "http://mock/v1", HTTPClient: handlerClient{h, sc.noHeaders},
 			Limiter: lim, MaxAttempts: 50, Backoff: llm.FullJitter(100*time.Millisecond, 2*time.Second)})
 		if err != nil {
@@ -244,4 +251,34 @@ func TestCircuitBreakerSlowFailures(t *testing.T) {
 			t.Errorf("Do = %d attempts, %v; want success on the third", n, err)
 		}
 	})
+}
+
+// TestLimitChangesAreLogged: the effective limit's changes reach the log at
+// info level, down after a 429 and up as requests succeed.
+func TestLimitChangesAreLogged(t *testing.T) {
+	var buf syncBuffer
+	runScenario(t, scenario{name: "log", serverRPM: 20, workers: 32, n: 1200, noHeaders: true, log: &buf})
+	out := buf.String()
+	for _, want := range []string{"limit lowered after a 429", "limit raised while requests succeed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

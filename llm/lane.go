@@ -48,8 +48,10 @@ type lane struct {
 	okReqs    float64   // successes since epoch
 	okTokens  float64   // their tokens
 	maxTokens int       // the biggest request seen: a token rate never goes under it a minute
-	decideAt  time.Time // zero: no decrease pending
-	decideTok bool      // the pending decrease is of the token limit
+
+	rpmLogged, tpmLogged float64   // the rates last logged, per second
+	decideAt             time.Time // zero: no decrease pending
+	decideTok            bool      // the pending decrease is of the token limit
 
 	inflight int
 	conc     float64       // allowed in flight; 0: no limit
@@ -305,9 +307,25 @@ func (ln *lane) succeeded(p *permit) {
 	}
 	if ln.rpm != nil {
 		raise(ln.rpm, increaseStep, ln.rpmCeil, false)
+		ln.logRaise("rpm", ln.rpm, &ln.rpmLogged)
 	}
 	if ln.tpm != nil {
 		raise(ln.tpm, increaseStep*float64(p.tokens), ln.tpmCeil, true)
+		ln.logRaise("tpm", ln.tpm, &ln.tpmLogged)
+	}
+}
+
+// logRaise logs a limit that has risen by a tenth since it was last
+// logged: the steps themselves are too small to be worth a line each.
+func (ln *lane) logRaise(what string, lim *rate.Limiter, logged *float64) {
+	r := float64(lim.Limit())
+	if *logged == 0 || r < *logged {
+		*logged = r // set, or lowered, since: count from here
+		return
+	}
+	if r >= *logged*1.1 {
+		ln.l.log.Info("limit raised while requests succeed", "model", ln.model, "limit", what, "to", perMinute(r))
+		*logged = r
 	}
 }
 
