@@ -164,7 +164,12 @@ func printSummary(w io.Writer, s *batch.Summary, cs llm.Stats) {
 		fmt.Fprintf(w, "llmbatch: %s\n", costText(s.Cost, s.CostUnknown))
 	}
 	fmt.Fprintf(w, "llmbatch: results in %s\n", s.Output)
-	if s.Failed+s.SkippedFailed+s.Bad > 0 {
-		fmt.Fprintf(w, "llmbatch: errors in %s (rerun with --retry-failed to redo failed items)\n", s.Errors)
+	switch failed := s.Failed + s.SkippedFailed; {
+	case failed > 0 && s.Bad > 0:
+		fmt.Fprintf(w, "llmbatch: errors in %s: rerun with --retry-failed to redo the failed items; fix the rejected lines in the input\n", s.Errors)
+	case failed > 0:
+		fmt.Fprintf(w, "llmbatch: errors in %s: rerun with --retry-failed to redo the failed items\n", s.Errors)
+	case s.Bad > 0:
+		fmt.Fprintf(w, "llmbatch: errors in %s: fix the rejected lines in the input, then rerun\n", s.Errors)
 	}
 }
