@@ -30,6 +30,8 @@ type Item struct {
 	Group  string // model, system prompt and parameters: items that may share a request
 
 	rejected *LineError // set for a rejected line on its way to the errors file
+	fixes    int        // an input line an earlier run rejected, now fixed: its outcome clears the rejection
+	onlyFix  bool       // nothing to send: the item only clears the rejection of line fixes
 }
 
 // recordShaper turns input lines into items. It holds the run-wide request

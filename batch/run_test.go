@@ -503,3 +503,71 @@ func TestRunRefusedLeavesNoNewFiles(t *testing.T) {
 		t.Errorf("the user's file was changed: %q", b)
 	}
 }
+
+// TestRunFixedLines: a rejected line fixed in place, or removed so that a
+// done line takes its number, no longer counts as rejected after a rerun.
+func TestRunFixedLines(t *testing.T) {
+	srv := newCounting(mock.New(mock.Config{}))
+	j := newJob(t, srv, `{"id":"a","prompt":"one"}`, `not json`, `{"id":"c","prompt":"three"}`, `{"id":"d"}`)
+	if sum, _ := j.run(); sum.Bad != 2 {
+		t.Fatalf("first run: %d bad lines, want 2", sum.Bad)
+	}
+	// Line 2 fixed in place; line 4 removed, so nothing is left at line 4.
+	fixed := `{"id":"a","prompt":"one"}` + "\n" + `{"id":"b","prompt":"two"}` + "\n" + `{"id":"c","prompt":"three"}` + "\n"
+	if err := os.WriteFile(j.input, []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.run()
+	if err != nil || sum.Bad != 0 || sum.Done != 1 {
+		t.Fatalf("rerun: %+v, %v; want b answered and no bad line", sum, err)
+	}
+	js, err := Inspect(j.out(), j.out()+".ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Line 4 is gone from the input but its rejection stays recorded: a
+	// rerun cannot tell a removed line from one not read yet.
+	if js.Invalid != 1 || js.Done != 3 {
+		t.Errorf("Inspect after fixing line 2: %d invalid, %d done; want 1 (line 4, removed) and 3", js.Invalid, js.Done)
+	}
+	for _, e := range lines(t, ErrorsPath(j.out())) {
+		if e["line"].(float64) == 2 {
+			t.Errorf("the errors file still holds line 2: %v", e)
+		}
+	}
+	// Now move a done line onto the number of the removed bad one.
+	moved := fixed + `{"id":"e","prompt":"five"}` + "\n"
+	if err := os.WriteFile(j.input, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.run(); err != nil {
+		t.Fatal(err)
+	}
+	if js, _ := Inspect(j.out(), j.out()+".ckpt"); js.Invalid != 0 {
+		t.Errorf("Inspect after line 4 holds a good record: %d invalid, want 0", js.Invalid)
+	}
+}
+
+// TestRunRemovedBadLine: a bad line removed, so that a record done earlier
+// takes its number, is cleared without sending anything.
+func TestRunRemovedBadLine(t *testing.T) {
+	srv := newCounting(mock.New(mock.Config{}))
+	j := newJob(t, srv, `{"id":"a","prompt":"one"}`, `not json`, `{"id":"c","prompt":"three"}`)
+	if _, err := j.run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(j.input, []byte(`{"id":"a","prompt":"one"}`+"\n"+`{"id":"c","prompt":"three"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.total()
+	sum, err := j.run()
+	if err != nil || !sum.Complete() || srv.total() != before {
+		t.Fatalf("rerun: %+v, %v, %d new requests; want complete and nothing sent", sum, err, srv.total()-before)
+	}
+	if js, _ := Inspect(j.out(), j.out()+".ckpt"); js.Invalid != 0 || js.Done != 2 {
+		t.Errorf("Inspect: %d invalid, %d done; want 0 and 2", js.Invalid, js.Done)
+	}
+	if errs := lines(t, ErrorsPath(j.out())); len(errs) != 0 {
+		t.Errorf("errors file still holds %v", errs)
+	}
+}

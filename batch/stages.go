@@ -38,14 +38,22 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 			it, le = r.classify(line, n, seen)
 		}
 		c.Read.Add(1)
-		if le != nil {
+		wasBad := r.lineWasBad(n)
+		switch {
+		case le != nil && wasBad:
 			c.Bad.Add(1)
-			if _, ok := r.j.Status(lineKey(n)); ok {
-				continue // recorded by an earlier run
-			}
+			continue // recorded by an earlier run
+		case le != nil:
+			c.Bad.Add(1)
 			it = &Item{ID: le.ID, Line: n, rejected: le}
-		} else if r.skip(it) {
+		case r.skip(it) && !wasBad:
 			continue
+		case wasBad && r.isDone(it):
+			// The line was fixed into one done earlier (lines moved, say):
+			// only its rejection is to be cleared.
+			it = &Item{Line: n, fixes: n, onlyFix: true}
+		case wasBad:
+			it.fixes = n // the line was fixed: its answer clears its rejection
 		}
 		select {
 		case items <- it:
@@ -56,6 +64,19 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 			return nil
 		}
 	}
+}
+
+// lineWasBad reports whether an earlier run rejected input line n.
+func (r *run) lineWasBad(n int) bool {
+	st, ok := r.j.Status(lineKey(n))
+	return ok && st == checkpoint.Bad
+}
+
+// isDone reports whether it has an outcome from an earlier run that is not
+// to be redone.
+func (r *run) isDone(it *Item) bool {
+	st, ok := r.j.Status(itemKey(it.ID))
+	return ok && (st == checkpoint.Done || st == checkpoint.Failed && !r.cfg.RetryFailed)
 }
 
 // classify shapes a line into an item, or says why it is rejected.
@@ -120,6 +141,9 @@ func (r *run) work(ctx context.Context, groups <-chan []*Item, results chan<- ou
 func (r *run) send(ctx context.Context, it *Item) (outcome, bool) {
 	if it.rejected != nil {
 		return outcome{item: it, bad: it.rejected}, true
+	}
+	if it.onlyFix {
+		return outcome{item: it}, true
 	}
 	model, body, attempts := it.Model, it.Body, 0
 	for next := 0; ; next++ {

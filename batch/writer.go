@@ -115,7 +115,13 @@ func (w *writer) loop(results <-chan outcome) error {
 func (w *writer) write(o outcome) error {
 	c := w.cfg.Counters
 	c.outcomes.Add(1)
+	if o.item != nil && o.item.fixes > 0 {
+		// Recorded with the item's own record, after its line is durable.
+		w.pending = append(w.pending, pendingKey{lineKey(o.item.fixes), checkpoint.Fixed})
+	}
 	switch {
+	case o.item != nil && o.item.onlyFix:
+		return nil
 	case o.bad != nil:
 		w.pending = append(w.pending, pendingKey{lineKey(o.bad.Line), checkpoint.Bad})
 		return w.errs.writeJSON(badLine(o.bad))

@@ -8,7 +8,7 @@ import "slices"
 type index struct {
 	status map[keyHash]Status
 	names  map[keyHash]string // the keys whose status is Failed or Bad
-	counts [3]int             // distinct keys that are Done, Failed, Bad
+	counts [4]int             // distinct keys that are Done, Failed, Bad, Fixed
 }
 
 // newIndex returns an empty index sized for a journal file of size bytes.
@@ -53,7 +53,7 @@ func set[K string | []byte](x *index, h keyHash, key K, st Status) {
 	}
 	x.counts[countIndex(st)]++
 	x.status[h] = st
-	if st == Done {
+	if st == Done || st == Fixed {
 		delete(x.names, h)
 	} else if _, ok := x.names[h]; !ok {
 		x.names[h] = keyString(key)
@@ -67,8 +67,10 @@ func countIndex(st Status) int {
 		return 0
 	case Failed:
 		return 1
+	case Bad:
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // eachKey calls fn with each of ks in sorted order until fn returns false.

@@ -352,3 +352,24 @@ func TestLockFile(t *testing.T) {
 	}
 	must(t, l2.Close())
 }
+
+func TestFixedIsNotCounted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.ckpt")
+	j, err := checkpoint.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, j.Append("l:2", checkpoint.Bad))
+	must(t, j.Append("l:2", checkpoint.Fixed))
+	must(t, j.Close())
+	snap, err := checkpoint.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, f, b := snap.Counts(); d+f+b != 0 {
+		t.Errorf("Counts() = %d, %d, %d after a bad line was fixed, want none", d, f, b)
+	}
+	if st, ok := snap.Status("l:2"); !ok || st != checkpoint.Fixed || st.String() != "fixed" {
+		t.Errorf("Status(l:2) = %v, %v; want fixed", st, ok)
+	}
+}
