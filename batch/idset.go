@@ -134,6 +134,7 @@ func (s *idSet) merge() error {
 	}
 	for _, r := range s.runs {
 		r.f.Close()
+		os.Remove(r.f.Name()) // gone already, but on Windows
 	}
 	s.runs = []hashRun{merged}
 	return nil
