@@ -6,6 +6,7 @@
 #   bench/soak.sh                          # N=20000 items, at least KILLS=25 kills
 #   N=50000 KILLS=40 J=32 bench/soak.sh
 #   FAIL_RATE=0.2 RESET_RATE=0.05 LATENCY=2ms JITTER=50ms bench/soak.sh
+#   EXTRA=--merge bench/soak.sh            # merged requests
 #
 # The server is `llmbatch mock serve --fail-rate $FAIL_RATE --latency $LATENCY
 # --jitter $JITTER` (500/502/503 answers and slow ones) behind `soakcheck
@@ -66,8 +67,10 @@ for _ in $(seq 100); do
 done
 proxy=$(cat "$work/proxy.addr")
 
+# EXTRA adds flags to every run, e.g. EXTRA=--merge.
+read -r -a extra <<<"${EXTRA:-}"
 args=(run --base-url "$proxy/v1" --model mock-1 -j "$J" --max-attempts 20 --base-delay 5ms --max-delay 200ms
-	--timeout 5s --progress off -q -o "$work/out.jsonl" "$work/in.jsonl")
+	--timeout 5s --progress off -q "${extra[@]}" -o "$work/out.jsonl" "$work/in.jsonl")
 
 kills=0 run=0
 t0=$(date +%s)
