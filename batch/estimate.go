@@ -87,7 +87,13 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 		}
 		e.Items++
 		it, _, err := shaper.shape(line)
-		if err != nil || !seen.add(it.ID) {
+		fresh := false
+		if err == nil {
+			if fresh, err = seen.add(it.ID); err != nil {
+				return nil, &SetupError{err}
+			}
+		}
+		if !fresh {
 			e.Bad++
 			continue
 		}

@@ -3,6 +3,7 @@ package batch
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"hash/maphash"
 	"io"
@@ -44,14 +45,17 @@ func newIDSet() *idSet {
 	return &idSet{seed: maphash.MakeSeed(), mem: map[uint64]struct{}{}, memCap: idMemCap}
 }
 
-// add records id and reports whether it was new.
-func (s *idSet) add(id string) bool {
+// add records id and reports whether it was new. It fails only when a
+// spilled file cannot be read back: then no answer would be safe.
+func (s *idSet) add(id string) (bool, error) {
 	h := maphash.String(s.seed, id)
 	if _, ok := s.mem[h]; ok {
-		return false
+		return false, nil
 	}
-	if s.bloom != nil && s.bloom.has(h) && s.onDisk(h) {
-		return false
+	if s.bloom != nil && s.bloom.has(h) {
+		if seen, err := s.onDisk(h); seen || err != nil {
+			return false, err
+		}
 	}
 	s.mem[h] = struct{}{}
 	if len(s.mem) >= s.memCap && !s.noDisk {
@@ -59,16 +63,16 @@ func (s *idSet) add(id string) bool {
 			s.noDisk = true // memory grows, the run goes on
 		}
 	}
-	return true
+	return true, nil
 }
 
-func (s *idSet) onDisk(h uint64) bool {
+func (s *idSet) onDisk(h uint64) (bool, error) {
 	for _, r := range s.runs {
-		if r.has(h) {
-			return true
+		if seen, err := r.has(h); seen || err != nil {
+			return seen, err
 		}
 	}
-	return false
+	return false, nil
 }
 
 // spill writes the map's hashes as a sorted run and empties the map.
@@ -110,7 +114,13 @@ func (s *idSet) merge() error {
 	live := make([]bool, len(s.runs))
 	for i, r := range s.runs {
 		readers[i] = bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.n*8), 64<<10)
-		heads[i], live[i] = readHash(readers[i])
+	}
+	var readErr error
+	for i := range readers {
+		var err error
+		if heads[i], live[i], err = readHash(readers[i]); err != nil {
+			readErr = err
+		}
 	}
 	merged, err := writeRun(func(put func(uint64) error) error {
 		for {
@@ -120,13 +130,16 @@ func (s *idSet) merge() error {
 					best = i
 				}
 			}
-			if best < 0 {
-				return nil
+			if best < 0 || readErr != nil {
+				return readErr
 			}
 			if err := put(heads[best]); err != nil {
 				return err
 			}
-			heads[best], live[best] = readHash(readers[best])
+			var err error
+			if heads[best], live[best], err = readHash(readers[best]); err != nil {
+				readErr = err
+			}
 		}
 	})
 	if err != nil {
@@ -140,12 +153,16 @@ func (s *idSet) merge() error {
 	return nil
 }
 
-func readHash(r *bufio.Reader) (uint64, bool) {
+// readHash reads the next hash; ok is false at the end of the run, and err
+// is set when the run cannot be read to its end.
+func readHash(r *bufio.Reader) (h uint64, ok bool, err error) {
 	var b [8]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return 0, false
+	if _, err := io.ReadFull(r, b[:]); err == io.EOF {
+		return 0, false, nil
+	} else if err != nil {
+		return 0, false, fmt.Errorf("batch: id set: read a run: %w", err)
 	}
-	return binary.LittleEndian.Uint64(b[:]), true
+	return binary.LittleEndian.Uint64(b[:]), true, nil
 }
 
 // writeRun writes the hashes fill puts, in order, to a new temporary file,
@@ -178,24 +195,24 @@ func writeRun(fill func(put func(uint64) error) error) (hashRun, error) {
 }
 
 // has looks h up by binary search in the file.
-func (r hashRun) has(h uint64) bool {
+func (r hashRun) has(h uint64) (bool, error) {
 	lo, hi := int64(0), r.n
 	var b [8]byte
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		if _, err := r.f.ReadAt(b[:], mid*8); err != nil {
-			return false
+			return false, fmt.Errorf("batch: id set: read %s: %w", r.f.Name(), err)
 		}
 		switch v := binary.LittleEndian.Uint64(b[:]); {
 		case v == h:
-			return true
+			return true, nil
 		case v < h:
 			lo = mid + 1
 		default:
 			hi = mid
 		}
 	}
-	return false
+	return false, nil
 }
 
 // close removes the run files.

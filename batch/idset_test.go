@@ -13,8 +13,8 @@ func TestIDSetSpills(t *testing.T) {
 	defer s.close()
 	const n = 3000
 	for i := range n {
-		if !s.add(fmt.Sprintf("id-%d", i)) {
-			t.Fatalf("add(id-%d) = false the first time", i)
+		if fresh, err := s.add(fmt.Sprintf("id-%d", i)); !fresh || err != nil {
+			t.Fatalf("add(id-%d) = %v, %v the first time", i, fresh, err)
 		}
 	}
 	if len(s.runs) == 0 || s.bloom == nil || s.noDisk {
@@ -24,13 +24,13 @@ func TestIDSetSpills(t *testing.T) {
 		t.Errorf("%d runs, want merges to keep them at most %d", len(s.runs), maxRuns)
 	}
 	for _, i := range []int{0, 1, 99, 100, 1234, 2999} {
-		if s.add(fmt.Sprintf("id-%d", i)) {
-			t.Errorf("add(id-%d) = true the second time: a duplicate was missed", i)
+		if fresh, err := s.add(fmt.Sprintf("id-%d", i)); fresh || err != nil {
+			t.Errorf("add(id-%d) = %v, %v the second time: a duplicate was missed", i, fresh, err)
 		}
 	}
 	for i := n; i < n+500; i++ {
-		if !s.add(fmt.Sprintf("id-%d", i)) {
-			t.Errorf("add(id-%d) = false for a new id", i)
+		if fresh, err := s.add(fmt.Sprintf("id-%d", i)); !fresh || err != nil {
+			t.Errorf("add(id-%d) = %v, %v for a new id", i, fresh, err)
 		}
 	}
 }

@@ -41,6 +41,9 @@ func openWriter(cfg *Config) (*writer, error) {
 	j, err := checkpoint.Open(cfg.Checkpoint, cfg.settings())
 	if err != nil {
 		outLock.Close()
+		if errors.Is(err, checkpoint.ErrLocked) {
+			created = created.except(cfg.Checkpoint) // another run's, made since we looked
+		}
 		created.remove()
 		return nil, &SetupError{err}
 	}
@@ -71,6 +74,16 @@ func newFilesOf(paths ...string) newFiles {
 		}
 	}
 	return nf
+}
+
+func (nf newFiles) except(path string) newFiles {
+	var out newFiles
+	for _, p := range nf {
+		if p != path {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // remove deletes the files a refused setup created.

@@ -82,8 +82,13 @@ func (r *run) isDone(it *Item) bool {
 // classify shapes a line into an item, or says why it is rejected.
 func (r *run) classify(line []byte, n int, seen *idSet) (*Item, *LineError) {
 	it, id, err := r.shaper.shape(line)
-	if err == nil && !seen.add(it.ID) {
-		err = ErrDuplicateID
+	if err == nil {
+		if fresh, serr := seen.add(it.ID); serr != nil {
+			r.stop(&StopError{serr})
+			return nil, &LineError{Line: n, ID: id, Err: serr}
+		} else if !fresh {
+			err = ErrDuplicateID
+		}
 	}
 	if err != nil {
 		return nil, &LineError{Line: n, ID: id, Err: err}

@@ -99,10 +99,14 @@ func withDefaults(cfg Config) Config {
 	// A key read from a file or a variable often ends in a newline, which
 	// would make every request fail as an invalid header.
 	cfg.APIKey = strings.TrimSpace(cfg.APIKey)
-	cfg.APIKeys = slices.Clone(cfg.APIKeys)
-	for i, k := range cfg.APIKeys {
-		cfg.APIKeys[i] = strings.TrimSpace(k)
+	var keys []string
+	for _, k := range cfg.APIKeys {
+		// The same key twice would only share its limit with itself.
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
 	}
+	cfg.APIKeys = keys
 	if len(cfg.APIKeys) == 1 {
 		cfg.APIKey, cfg.APIKeys = cfg.APIKeys[0], nil
 	}
@@ -183,13 +187,14 @@ func (r *Response) Content() string { return TextContent(r.Chat.Choices[0].Messa
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 	var last *APIError
 	for n := 1; ; n++ {
-		p, err := c.cfg.Limiter.acquire(ctx, req.Model, req.Tokens)
+		// The key first: waiting for a resting key must not hold a permit,
+		// or every waiter would go at once when the key is back.
+		ki, key, err := c.pickKey(ctx)
 		if err != nil {
 			return nil, n - 1, stopped(err, last)
 		}
-		ki, key, err := c.pickKey(ctx)
+		p, err := c.cfg.Limiter.acquire(ctx, req.Model, req.Tokens)
 		if err != nil {
-			p.release()
 			return nil, n - 1, stopped(err, last)
 		}
 		if p != nil {
@@ -204,14 +209,18 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if ctx.Err() != nil {
 			return nil, n, ctx.Err()
 		}
-		if errors.As(err, &last) && ki >= 0 && n < c.cfg.MaxAttempts && c.keyFailed(ki, last) {
-			continue // another key takes the next attempt at once
+		if errors.As(err, &last) && ki >= 0 && c.keyFailed(ki, last) {
+			// A refused key is dropped (no more than once a key), a busy one
+			// rests; another key takes the next attempt at once.
+			if last.Kind != RateLimited || n < c.cfg.MaxAttempts {
+				continue
+			}
 		}
 		if !errors.As(err, &last) || !last.Kind.Retryable() {
 			return nil, n, err
 		}
 		d := c.delay(n, last)
-		if last.Kind == RateLimited && !last.tokenLimit && c.cfg.Limiter != nil {
+		if last.Kind == RateLimited && !last.tokenLimit && ki < 0 && c.cfg.Limiter != nil {
 			c.cfg.Limiter.lane(req.Model).pause(d) // every worker of this model waits
 		}
 		if n >= c.cfg.MaxAttempts {
@@ -329,13 +338,28 @@ func (c *Client) scrub(err error) error {
 		return err
 	}
 	for _, s := range c.secrets {
-		e.Code = strings.ReplaceAll(e.Code, s.value, s.mask)
-		e.Message = strings.ReplaceAll(e.Message, s.value, s.mask)
-		if e.Err != nil && strings.Contains(e.Err.Error(), s.value) {
-			e.Err = errors.New(strings.ReplaceAll(e.Err.Error(), s.value, s.mask))
+		e.Code = s.hide(e.Code)
+		e.Message = s.hide(e.Message)
+		if e.Err != nil {
+			if msg := s.hide(e.Err.Error()); msg != e.Err.Error() {
+				e.Err = errors.New(msg)
+			}
 		}
 	}
 	return e
+}
+
+// hide replaces the secret in text, and a start of it (4 bytes or more)
+// that text ends with: a message clipped to its length may have cut the
+// secret short.
+func (s secret) hide(text string) string {
+	text = strings.ReplaceAll(text, s.value, s.mask)
+	for n := len(s.value) - 1; n >= 4; n-- {
+		if strings.HasSuffix(text, s.value[:n]) {
+			return text[:len(text)-n] + s.mask
+		}
+	}
+	return text
 }
 
 // A secret is a string scrub hides, and what it shows instead.

@@ -87,15 +87,6 @@ func (r *keyRing) kill(i int) bool {
 	return false
 }
 
-// all returns every key, for scrubbing them from error messages.
-func (r *keyRing) all() []string {
-	var ks []string
-	for _, k := range r.keys {
-		ks = append(ks, k.key)
-	}
-	return ks
-}
-
 // pickKey returns the key for the next attempt and its index in the ring,
 // -1 without a ring. When every key is resting it waits for the first to be
 // usable; when every key was refused it returns an Auth error.
@@ -119,7 +110,8 @@ func (c *Client) pickKey(ctx context.Context) (int, string, error) {
 
 // keyFailed handles a failure of key i and reports whether the attempt
 // should be made again at once with another key: a 429 rests the key for
-// the server's hint, a refusal drops it (while others are left).
+// the server's hint, a refusal or a spent quota drops it (while others are
+// left).
 func (c *Client) keyFailed(i int, ae *APIError) bool {
 	switch ae.Kind {
 	case RateLimited:
@@ -130,8 +122,8 @@ func (c *Client) keyFailed(i int, ae *APIError) bool {
 		c.keys.cool(i, d)
 		c.log.Debug("key resting after a 429", "key", i+1, "for", d)
 		return true
-	case Auth:
-		c.log.Warn("an API key was refused; going on with the others", "key", i+1, "status", ae.Status)
+	case Auth, QuotaSpent: // keys of other accounts may still work
+		c.log.Warn("an API key was refused; going on with the others", "key", i+1, "status", ae.Status, "kind", ae.Kind.String())
 		return c.keys.kill(i)
 	}
 	return false

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -126,4 +127,88 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+func TestSecretHideClipped(t *testing.T) {
+	s := secret{value: "sk-proj-ABCDEFGHIJKLMNOP", mask: "[key]"}
+	for in, want := range map[string]string{
+		"bad key sk-proj-ABCDEFGHIJKLMNOP here":   "bad key [key] here",
+		"clipped at the end: Bearer sk-proj-ABCD": "clipped at the end: Bearer [key]",
+		"nothing secret":                          "nothing secret",
+	} {
+		if got := s.hide(in); got != want {
+			t.Errorf("hide(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestKeysRestWithoutBurst: while every key rests, waiting requests hold no
+// permit, so when a key is back they leave at the pace of --rpm, not at
+// once; and a 429 on the last attempt rests the key without pausing the
+// model for the other keys.
+func TestKeysRestWithoutBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		perSecond := map[int]int{}
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			perSecond[int(time.Since(start)/time.Second)]++
+			mu.Unlock()
+			if time.Since(start) < 2*time.Second {
+				w.Header().Set("Retry-After", "30")
+				w.WriteHeader(429)
+				fmt.Fprint(w, `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`)
+				return
+			}
+			fmt.Fprint(w, `{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		})
+		lim := NewLimiterConfig(LimiterConfig{RPM: 120})
+		c, err := New(Config{BaseURL: "https://x/v1", APIKeys: []string{"key-one-123", "key-two-456"},
+			HTTPClient: handlerDoer{h}, Limiter: lim, MaxAttempts: 50, Backoff: func(int) time.Duration { return 0 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				if _, _, err := c.Do(context.Background(), &Request{Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+					t.Errorf("request %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for sec, n := range perSecond {
+			if sec >= 2 && n > 3 { // 2 a second at 120 rpm, one more at a window's edge
+				t.Errorf("second %d saw %d requests: a burst after the keys rested (at 120 rpm)", sec, n)
+			}
+		}
+	})
+}
+
+// handlerDoer serves requests with a handler in memory.
+type handlerDoer struct{ h http.Handler }
+
+func (d handlerDoer) Do(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	d.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+func TestLastAttempt429RestsOnlyTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &keyServer{seen: map[string]int{}}
+		lim := NewLimiterConfig(LimiterConfig{})
+		c, _ := New(Config{BaseURL: "https://x/v1", APIKeys: []string{"busy-key-1234", "good-key-1234"}, HTTPClient: srv,
+			Limiter: lim, MaxAttempts: 1, Backoff: func(int) time.Duration { return 0 }})
+		start := time.Now()
+		for i := range 4 {
+			c.Do(context.Background(), &Request{Body: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		}
+		if took := time.Since(start); took > time.Minute {
+			t.Errorf("4 requests took %v: a 429 on one key's last attempt held the other key back", took)
+		}
+	})
 }

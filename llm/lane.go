@@ -228,8 +228,9 @@ func (ln *lane) takeTokens(ctx context.Context, lim *rate.Limiter, n int, closed
 
 // window is what a server said is left of one of its windows.
 type window struct {
-	left  int
-	reset time.Time // zero: unknown
+	left   int
+	reset  time.Time // zero: unknown
+	logged bool      // a long wait for this reset was logged
 }
 
 // fitWindow waits, for this request only, until n fits in what the server
@@ -247,6 +248,12 @@ func (ln *lane) fitWindow(ctx context.Context, w *window, n int, closed <-chan s
 			return nil
 		}
 		d := w.reset.Sub(now)
+		if d > time.Minute && !w.logged {
+			// A daily quota, say: the run waits rather than collect 429s.
+			w.logged = true
+			ln.l.log.Warn("the server's rate-limit window is spent; waiting for its reset",
+				"model", ln.model, "reset_in", d.Round(time.Second))
+		}
 		ln.mu.Unlock()
 		if err := sleep(ctx, d, closed); err != nil {
 			return err

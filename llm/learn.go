@@ -21,7 +21,10 @@ func (ln *lane) rateLimited(p *permit, ae *APIError) {
 	if d <= 0 {
 		d = time.Second
 	}
-	if !ae.tokenLimit && !p.keyed {
+	if p.keyed {
+		return // the key rests (see Client.keyFailed); the others go on
+	}
+	if !ae.tokenLimit {
 		ln.pause(d)
 	}
 	if !ln.l.cfg.Adapt {
@@ -140,7 +143,7 @@ func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time) {
 		w.left = min(w.left, left)
 		return
 	}
-	w.left, w.reset = left, reset
+	*w = window{left: left, reset: reset}
 }
 
 func headerInt(h http.Header, key string) (int, bool) {

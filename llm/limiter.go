@@ -219,7 +219,7 @@ func (p *permit) done(h http.Header, err *APIError) {
 	default:
 		l.health(true)
 	}
-	if h != nil {
+	if h != nil && !p.keyed { // with several keys, the headers speak of one key's window
 		p.ln.remaining(h, p.sent)
 	}
 }
