@@ -21,12 +21,13 @@ import (
 // it keeps everything in memory instead. Not safe for concurrent use; Close
 // removes the files.
 type idSet struct {
-	seed   maphash.Seed
-	mem    map[uint64]struct{}
-	memCap int
-	runs   []hashRun // sorted hashes on disk, merged when there are too many
-	bloom  *bloom    // over the hashes in runs; nil until the first spill
-	noDisk bool      // spilling failed once: keep to memory
+	seed    maphash.Seed
+	mem     map[uint64]struct{}
+	memCap  int
+	runs    []hashRun // sorted hashes on disk, merged when there are too many
+	bloom   *bloom    // over the hashes in runs; nil until the first spill
+	spilled int64     // hashes in runs
+	noDisk  bool      // spilling failed once: keep to memory
 }
 
 // hashRun is a file of sorted little-endian uint64 hashes.
@@ -37,8 +38,8 @@ type hashRun struct {
 
 const (
 	idMemCap  = 1 << 17 // hashes kept in the map before a spill (~3 MB)
-	maxRuns   = 4       // runs before they are merged into one
-	bloomBits = 1 << 26 // 8 MiB: under 1% false positives up to 7 million ids
+	bloomBits = 1 << 26 // 8 MiB to start with: about 1% false positives at 6.7 million ids
+	bitsPerID = 10      // the filter grows fourfold when it holds more ids than its bits / this
 )
 
 func newIDSet() *idSet {
@@ -100,19 +101,49 @@ func (s *idSet) spill() error {
 		s.bloom.add(h)
 	}
 	s.runs = append(s.runs, r)
+	s.spilled += int64(len(hs))
 	clear(s.mem)
-	if len(s.runs) > maxRuns {
-		return s.merge()
+	// Like a binary counter: two runs of about the same size become one,
+	// so there are some log2(n) runs and each hash is rewritten as often.
+	for k := len(s.runs); k >= 2 && s.runs[k-1].n*2 >= s.runs[k-2].n; k = len(s.runs) {
+		if err := s.merge(k - 2); err != nil {
+			return err
+		}
+	}
+	if s.spilled > int64(len(s.bloom.bits))*64/bitsPerID {
+		return s.growBloom()
 	}
 	return nil
 }
 
-// merge replaces the runs by one, so a lookup reads few files.
-func (s *idSet) merge() error {
-	readers := make([]*bufio.Reader, len(s.runs))
-	heads := make([]uint64, len(s.runs))
-	live := make([]bool, len(s.runs))
-	for i, r := range s.runs {
+// growBloom replaces the filter by one four times larger, filled from the
+// runs, so it stays selective however many ids the set holds.
+func (s *idSet) growBloom() error {
+	b := newBloom(len(s.bloom.bits) * 64 * 4)
+	for _, r := range s.runs {
+		rd := bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.n*8), 64<<10)
+		for {
+			h, ok, err := readHash(rd)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			b.add(h)
+		}
+	}
+	s.bloom = b
+	return nil
+}
+
+// merge replaces the runs from index from on by one.
+func (s *idSet) merge(from int) error {
+	old := s.runs[from:]
+	readers := make([]*bufio.Reader, len(old))
+	heads := make([]uint64, len(old))
+	live := make([]bool, len(old))
+	for i, r := range old {
 		readers[i] = bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.n*8), 64<<10)
 	}
 	var readErr error
@@ -145,11 +176,11 @@ func (s *idSet) merge() error {
 	if err != nil {
 		return err
 	}
-	for _, r := range s.runs {
+	for _, r := range old {
 		r.f.Close()
 		os.Remove(r.f.Name()) // gone already, but on Windows
 	}
-	s.runs = []hashRun{merged}
+	s.runs = append(s.runs[:from], merged)
 	return nil
 }
 

@@ -9,7 +9,8 @@ import (
 // still in memory, in a spilled run, or in a merged run.
 func TestIDSetSpills(t *testing.T) {
 	s := newIDSet()
-	s.memCap = 100 // spill every 100 ids, merge every 5 spills
+	s.memCap = 100              // spill every 100 ids
+	s.bloom = newBloom(64 * 64) // room for a few hundred ids: it must grow on the way
 	defer s.close()
 	const n = 3000
 	for i := range n {
@@ -17,11 +18,15 @@ func TestIDSetSpills(t *testing.T) {
 			t.Fatalf("add(id-%d) = %v, %v the first time", i, fresh, err)
 		}
 	}
-	if len(s.runs) == 0 || s.bloom == nil || s.noDisk {
+	if len(s.runs) == 0 || s.noDisk {
 		t.Fatalf("no spill happened: %d runs, noDisk %v", len(s.runs), s.noDisk)
 	}
-	if len(s.runs) > maxRuns {
-		t.Errorf("%d runs, want merges to keep them at most %d", len(s.runs), maxRuns)
+	if got := len(s.bloom.bits) * 64; got <= 64*64 || int64(got) < s.spilled*bitsPerID {
+		t.Errorf("the filter has %d bits for %d ids: it did not grow", got, s.spilled)
+	}
+	// 30 spills of 100 make runs of sizes like a binary counter's digits.
+	if len(s.runs) > 6 {
+		t.Errorf("%d runs after 30 spills, want merges to keep about log2(30)", len(s.runs))
 	}
 	for _, i := range []int{0, 1, 99, 100, 1234, 2999} {
 		if fresh, err := s.add(fmt.Sprintf("id-%d", i)); fresh || err != nil {
