@@ -30,6 +30,12 @@ func (ln *lane) rateLimited(p *permit, ae *APIError) {
 	if !ln.l.cfg.Adapt {
 		return
 	}
+	if _, ok := headerInt(ae.header, "x-ratelimit-remaining-tokens"); ok && ae.tokenLimit {
+		// The server tells its token window: fitWindow keeps to it exactly.
+		// A rate learned from what got through would be worse: short items
+		// get through while long ones wait, and the measure comes out low.
+		return
+	}
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
 	if p.gen != ln.gen || !ln.decideAt.IsZero() {
@@ -86,6 +92,11 @@ func lower(lim *rate.Limiter, ok, count float64, span time.Duration, now time.Ti
 	case span >= minMeasure && count > 0:
 		next = max(min(next, decreaseTo*ok/span.Seconds()), cur*decreaseMin)
 	case !math.IsInf(cur, 1):
+		next = max(next, cur*decreaseMin)
+	}
+	if tokens && !math.IsInf(cur, 1) {
+		// Token measures swing with the mix of long and short items:
+		// never more than halve a token rate at once.
 		next = max(next, cur*decreaseMin)
 	}
 	if told && !math.IsInf(cur, 1) && next >= 0.8*cur {
