@@ -37,8 +37,8 @@ type hashRun struct {
 }
 
 const (
-	idMemCap  = 1 << 17 // hashes kept in the map before a spill (~3 MB)
-	bloomBits = 1 << 26 // 8 MiB to start with: about 1% false positives at 6.7 million ids
+	idMemCap  = 1 << 15 // hashes kept in the map before a spill (under 1 MB)
+	bloomBits = 1 << 23 // 1 MiB to start with: about 1% false positives at 840,000 ids
 	bitsPerID = 10      // the filter grows fourfold when it holds more ids than its bits / this
 )
 
