@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/llmbatch/llmbatch/batch"
-	"github.com/llmbatch/llmbatch/llm"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/llm"
 )
 
 func TestNewCmdRun(t *testing.T) {
