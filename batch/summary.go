@@ -14,7 +14,6 @@ type Counters struct {
 	Done          atomic.Int64 // items answered in this run
 	Failed        atomic.Int64 // items failed in this run
 	Bad           atomic.Int64 // rejected input lines (this run or earlier)
-	Attempts      atomic.Int64 // HTTP attempts made for items that ended
 	PromptTokens  atomic.Int64
 	OutputTokens  atomic.Int64
 	Cost          spending // dollars spent, when Config.Price knows the models
@@ -22,10 +21,10 @@ type Counters struct {
 	outcomes atomic.Int64 // outcomes written: answered, failed or rejected
 }
 
-// Summary is what a run did.
+// Summary is what a run did, item by item. Requests and retries are the
+// client's to count (llm.Client.Stats): merged requests make them differ.
 type Summary struct {
 	Read, Skipped, SkippedFailed, Done, Failed, Bad int64
-	Attempts, Retries                               int64
 	PromptTokens, OutputTokens                      int64
 	Cost                                            float64 // dollars, for the answers whose model has a price
 	CostUnknown                                     int64   // answers whose model has no price: Cost is then a floor
@@ -41,13 +40,9 @@ func (c *Counters) summary(elapsed time.Duration) Summary {
 	s := Summary{
 		Read: c.Read.Load(), Skipped: c.Skipped.Load(), SkippedFailed: c.SkippedFailed.Load(),
 		Done: c.Done.Load(), Failed: c.Failed.Load(), Bad: c.Bad.Load(),
-		Attempts: c.Attempts.Load(), PromptTokens: c.PromptTokens.Load(), OutputTokens: c.OutputTokens.Load(),
+		PromptTokens: c.PromptTokens.Load(), OutputTokens: c.OutputTokens.Load(),
 		Elapsed: elapsed,
 	}
 	s.Cost, s.CostUnknown = c.Cost.Dollars()
-	s.Retries = s.Attempts - s.Done - s.Failed
-	if s.Retries < 0 {
-		s.Retries = 0
-	}
 	return s
 }

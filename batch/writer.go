@@ -127,12 +127,10 @@ func (w *writer) write(o outcome) error {
 		return w.errs.writeJSON(badLine(o.bad))
 	case o.err != nil:
 		w.failed++
-		c.Attempts.Add(int64(o.attempts))
 		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Failed})
 		return w.errs.writeJSON(failedLine(o.item, o.err, o.attempts))
 	default:
 		w.done++
-		c.Attempts.Add(int64(o.attempts))
 		line, err := resultLine(o)
 		if err != nil {
 			return err
