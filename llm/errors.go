@@ -120,17 +120,28 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 	return e
 }
 
-// tokenLimited tells a 429 for tokens from one for requests: by the
-// remaining-tokens header when the server sends it, else by the words of
-// the error ("tokens per min", OpenAI's "type":"tokens").
+// tokenLimited tells a 429 for tokens from one for requests. The headers
+// decide first: requests spent means requests; tokens spent means tokens.
+// A window with tokens left still refuses a request bigger than what is
+// left, so then the words of the error decide ("tokens per min", OpenAI's
+// "type":"tokens", or the same about requests), and with no such words the
+// token window told is taken to be what refused it.
 func tokenLimited(h http.Header, body []byte) bool {
-	if r, ok := headerInt(h, "x-ratelimit-remaining-tokens"); ok {
-		if rr, ok := headerInt(h, "x-ratelimit-remaining-requests"); !ok || rr > 0 {
-			return r <= 0
-		}
+	if rr, ok := headerInt(h, "x-ratelimit-remaining-requests"); ok && rr <= 0 {
+		return false
+	}
+	r, told := headerInt(h, "x-ratelimit-remaining-tokens")
+	if told && r <= 0 {
+		return true
 	}
 	lower := strings.ToLower(string(body[:min(len(body), 2000)]))
-	return strings.Contains(lower, `"tokens"`) || strings.Contains(lower, "tokens per min") || strings.Contains(lower, "tpm")
+	switch {
+	case strings.Contains(lower, `"tokens"`) || strings.Contains(lower, "tokens per") || strings.Contains(lower, "tpm"):
+		return true
+	case strings.Contains(lower, `"requests"`) || strings.Contains(lower, "requests per") || strings.Contains(lower, "rpm"):
+		return false
+	}
+	return told // requests left, tokens told: the request did not fit them
 }
 
 // kindOf decides what a non-2xx response means. A 429's code is trusted over

@@ -39,6 +39,9 @@ type lane struct {
 	// last told them, less what was sent since. A request that does not fit
 	// waits for the reset on its own; smaller ones that fit go ahead of it.
 	reqWin, tokWin window
+	// Requests and tokens sent so far: a response's headers count what the
+	// server had admitted when it took the request, not what was sent since.
+	sentReqs, sentToks int64
 
 	// Learning (Adapt). A 429 schedules a decrease for when its pause ends,
 	// by which time the requests sent before it have been answered, so what
@@ -112,6 +115,9 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 		if ln.pausedFor() <= 0 {
 			ln.mu.Lock()
 			p.gen, p.sent = ln.gen, ln.l.now()
+			ln.sentReqs++
+			ln.sentToks += int64(max(tokens, 0))
+			p.reqsAt, p.toksAt = ln.sentReqs, ln.sentToks
 			ln.mu.Unlock()
 			return p, nil
 		}
@@ -119,21 +125,24 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 	}
 }
 
+// takeRates waits for the request and token rates, then for the server's
+// windows. The windows come last: a request is counted in the window it is
+// sent in, and the rates may hold it past a reset.
 func (ln *lane) takeRates(ctx context.Context, tokens int, closed <-chan struct{}) error {
 	rpm, tpm := ln.limiters()
-	if err := ln.fitWindow(ctx, &ln.reqWin, 1, closed); err != nil {
+	if err := ln.take(ctx, rpm, 1, closed); err != nil {
 		return err
 	}
-	if err := ln.take(ctx, rpm, 1, closed); err != nil {
+	if err := ln.fitWindow(ctx, &ln.reqWin, 1, closed); err != nil {
 		return err
 	}
 	if tokens <= 0 {
 		return nil
 	}
-	if err := ln.fitWindow(ctx, &ln.tokWin, tokens, closed); err != nil {
+	if err := ln.takeTokens(ctx, tpm, tokens, closed); err != nil {
 		return err
 	}
-	return ln.takeTokens(ctx, tpm, tokens, closed)
+	return ln.fitWindow(ctx, &ln.tokWin, tokens, closed)
 }
 
 func (ln *lane) limiters() (rpm, tpm *rate.Limiter) {

@@ -120,18 +120,20 @@ func lower(lim *rate.Limiter, ok, count float64, span time.Duration, now time.Ti
 }
 
 // remaining reads the server's x-ratelimit-remaining-* and -reset-*
-// headers, of a response to a request sent at sent, into the windows that
-// fitWindow holds requests to.
-func (ln *lane) remaining(h http.Header, sent time.Time) {
-	ln.observe(&ln.reqWin, h, "requests", sent)
-	ln.observe(&ln.tokWin, h, "tokens", sent)
+// headers, of the response to p, into the windows that fitWindow holds
+// requests to.
+func (ln *lane) remaining(h http.Header, p *permit) {
+	ln.observe(&ln.reqWin, h, "requests", p.sent, func() int64 { return ln.sentReqs - p.reqsAt })
+	ln.observe(&ln.tokWin, h, "tokens", p.sent, func() int64 { return ln.sentToks - p.toksAt })
 }
 
-// observe updates w from the headers about what. A relative reset was
-// counted from when the server took the request, some time between sent and
-// now: counting from sent errs on the early side, and a window that has
-// ended by now is old news.
-func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time) {
+// observe updates w from the headers about what. The figure left is what
+// the server had admitted when it took the request: less what was sent
+// after it (since, read under ln.mu) is what is left now. A relative reset
+// was counted from when the server took the request, some time between
+// sent and now: counting from sent errs on the early side, and a window
+// that has ended by now is old news.
+func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time, since func() int64) {
 	left, ok := headerInt(h, "x-ratelimit-remaining-"+what)
 	if !ok {
 		return
@@ -146,10 +148,10 @@ func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time) {
 	}
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
-	// Within the window we know, a response counts what the server had
-	// admitted when it answered, not what was sent since: keep the lower
-	// figure. A reset later than ours (by more than timing noise) is a new
-	// window.
+	left = int(max(int64(left)-since(), 0))
+	// Within the window we know, keep the lower figure: requests let through
+	// but not sent yet are counted in ours only. A reset later than ours (by
+	// more than timing noise) is a new window.
 	if !w.reset.IsZero() && now.Before(w.reset) && reset.Sub(w.reset) < 100*time.Millisecond {
 		w.left = min(w.left, left)
 		return

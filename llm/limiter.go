@@ -188,7 +188,10 @@ type permit struct {
 	tokens int
 	slot   bool      // holds a concurrency slot
 	sent   time.Time // when acquire let it go
-	keyed  bool      // sent with one of several keys: a 429 rests the key, not the lane
+	// The lane's count of requests and tokens sent, this one included, when
+	// it was sent: what was sent after it is the difference.
+	reqsAt, toksAt int64
+	keyed          bool // sent with one of several keys: a 429 rests the key, not the lane
 }
 
 // release gives back the concurrency slot without reporting an outcome.
@@ -220,7 +223,7 @@ func (p *permit) done(h http.Header, err *APIError) {
 		l.health(true)
 	}
 	if h != nil && !p.keyed { // with several keys, the headers speak of one key's window
-		p.ln.remaining(h, p.sent)
+		p.ln.remaining(h, p)
 	}
 }
 
