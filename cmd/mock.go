@@ -53,6 +53,7 @@ can be tried without a key or a bill.`,
 	f.DurationVar(&cfg.Window, "window", time.Minute, "the limit window")
 	f.Float64Var(&cfg.FailRate, "fail-rate", 0, "fraction of requests answered with a 5xx")
 	f.IntVar(&cfg.Quota, "quota", 0, "answers before every request gets 429 insufficient_quota; 0 for none")
+	f.BoolVar(&cfg.NoLimitHeaders, "no-limit-headers", false, "send no x-ratelimit-* headers nor retry-after-ms (429s keep Retry-After)")
 	f.StringVar(&opts, "options", "", "the same settings as one string, as --mock of run takes")
 	return c
 }
@@ -80,6 +81,9 @@ func mergeMock(parsed, flags mock.Config, c *cobra.Command) mock.Config {
 	}
 	if fl.Changed("quota") {
 		parsed.Quota = flags.Quota
+	}
+	if fl.Changed("no-limit-headers") {
+		parsed.NoLimitHeaders = flags.NoLimitHeaders
 	}
 	return parsed
 }

@@ -39,9 +39,10 @@ type lane struct {
 	// last told them, less what was sent since. A request that does not fit
 	// waits for the reset on its own; smaller ones that fit go ahead of it.
 	reqWin, tokWin window
-	// Requests and tokens sent so far: a response's headers count what the
-	// server had admitted when it took the request, not what was sent since.
-	sentReqs, sentToks int64
+	// Requests sent and not yet answered, and their tokens: a response's
+	// headers count what the server had admitted when it took the request,
+	// and some of these may come after it.
+	flyReqs, flyToks int
 
 	// Learning (Adapt). A 429 schedules a decrease for when its pause ends,
 	// by which time the requests sent before it have been answered, so what
@@ -115,9 +116,9 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 		if ln.pausedFor() <= 0 {
 			ln.mu.Lock()
 			p.gen, p.sent = ln.gen, ln.l.now()
-			ln.sentReqs++
-			ln.sentToks += int64(max(tokens, 0))
-			p.reqsAt, p.toksAt = ln.sentReqs, ln.sentToks
+			ln.flyReqs++
+			ln.flyToks += max(tokens, 0)
+			p.flying = true
 			ln.mu.Unlock()
 			return p, nil
 		}
@@ -240,6 +241,30 @@ type window struct {
 	left   int
 	reset  time.Time // zero: unknown
 	logged bool      // a long wait for this reset was logged
+
+	// What is known of the windows to come: the server's limit per window
+	// (its x-ratelimit-limit-* header, or the most it was seen to allow),
+	// and the longest reset it gave, which a window lasts at least.
+	limit  int
+	period time.Duration
+	// The window began at the last one's reset and no answer has told of
+	// it yet: left counts down from limit, and reset is a guess.
+	guessed bool
+	low     int // the lowest figure left that the server gave in this window
+}
+
+// renew starts the window that follows a reset, when the server's limit is
+// known: it holds limit, less what is sent in it, until an answer tells
+// more. Without it, every request held for the reset would go at once.
+func (w *window) renew(now time.Time) {
+	if w.limit <= 0 || w.reset.IsZero() || now.Before(w.reset) {
+		return
+	}
+	next := w.reset.Add(w.period)
+	if !next.After(now) {
+		next = now.Add(w.period)
+	}
+	w.left, w.reset, w.logged, w.guessed = w.limit, next, false, true
 }
 
 // fitWindow waits, for this request only, until n fits in what the server
@@ -248,10 +273,13 @@ func (ln *lane) fitWindow(ctx context.Context, w *window, n int, closed <-chan s
 	for {
 		ln.mu.Lock()
 		now := ln.l.now()
+		w.renew(now)
 		open := w.reset.IsZero() || !now.Before(w.reset)
-		if open || n <= w.left {
+		// A request bigger than the whole window goes into an untouched one.
+		whole := w.guessed && w.left == w.limit
+		if open || n <= w.left || whole {
 			if !open {
-				w.left -= n
+				w.left = max(w.left-n, 0)
 			}
 			ln.mu.Unlock()
 			return nil

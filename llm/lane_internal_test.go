@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -52,32 +53,90 @@ func windowHeader(left int, reset string) http.Header {
 	return h
 }
 
-// The figure a response gives was counted when the server took that
-// request: what was sent after it is still to come off it.
-func TestWindowCountsWhatWasSentSince(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := NewLimiterConfig(LimiterConfig{Adapt: true})
-		ctx := context.Background()
-		var ps []*permit
-		for range 3 {
-			p, err := l.acquire(ctx, "m", 300)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ps = append(ps, p)
-		}
-		// The first answer says 1000 were left after it: the two sent
-		// since leave 400.
-		ps[0].done(windowHeader(1000, "1s"), nil)
-		start := time.Now()
-		p, err := l.acquire(ctx, "m", 500)
+// sendN acquires n permits of tokens each, at once.
+func sendN(t *testing.T, l *Limiter, n, tokens int) []*permit {
+	t.Helper()
+	var ps []*permit
+	for range n {
+		p, err := l.acquire(context.Background(), "m", tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if waited := time.Since(start); waited < time.Second-10*time.Millisecond {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// waitFor reports how long acquiring a permit of tokens took.
+func waitFor(t *testing.T, l *Limiter, tokens int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	p, err := l.acquire(context.Background(), "m", tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.release()
+	return time.Since(start)
+}
+
+// Requests sent together may reach the server in any order: answers that
+// come back out of it are not counted twice.
+func TestWindowAnswersOutOfOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		ps := sendN(t, l, 3, 300)
+		// The server took them in reverse: 1700, 1400 and 1100 left.
+		ps[0].done(windowHeader(1100, "1s"), nil)
+		ps[1].done(windowHeader(1400, "1s"), nil)
+		ps[2].done(windowHeader(1700, "1s"), nil)
+		if waited := waitFor(t, l, 1000); waited > 0 {
+			t.Errorf("a request of 1000 waited %v with 1100 left and nothing in flight", waited)
+		}
+	})
+}
+
+// When the server's window resets, the requests held for it go only as far
+// as its limit allows, not all at once.
+func TestWindowAfterResetHoldsTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		h := windowHeader(0, "1s")
+		h.Set("x-ratelimit-limit-tokens", "1000")
+		sendN(t, l, 1, 1000)[0].done(h, nil)
+		start := time.Now()
+		var went [5]time.Duration
+		var wg sync.WaitGroup
+		for i := range went {
+			wg.Go(func() { went[i] = waitFor(t, l, 300) })
+		}
+		wg.Wait()
+		early := 0
+		for _, d := range went {
+			if d < time.Second {
+				t.Errorf("a request went after %v, before the reset", d)
+			}
+			if d < 2*time.Second {
+				early++
+			}
+		}
+		if early != 3 {
+			t.Errorf("%d requests of 300 went in the window after the reset (started %v ago), want 3 of a limit of 1000", early, time.Since(start))
+		}
+	})
+}
+
+// The figure a response gives was counted when the server took that
+// request: what is still in flight may come off it yet.
+func TestWindowCountsWhatIsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		ps := sendN(t, l, 3, 300)
+		// The first answer says 1000 were left after it: the two still in
+		// flight may leave 400.
+		ps[0].done(windowHeader(1000, "1s"), nil)
+		if waited := waitFor(t, l, 500); waited < time.Second-10*time.Millisecond {
 			t.Errorf("a request of 500 went after %v with 400 left in the window, want it to wait for the reset", waited)
 		}
-		p.release()
 		for _, p := range ps[1:] {
 			p.release()
 		}
@@ -110,6 +169,28 @@ func TestWindowCheckedAfterTheRateWait(t *testing.T) {
 		first.done(windowHeader(0, "2.1s"), nil)
 		if waited := <-got; waited < 2*time.Second {
 			t.Errorf("the request went after %v, inside a spent window that resets at 2s", waited)
+		}
+	})
+}
+
+// A request bigger than the server's whole window is not held for ever: it
+// goes into a window that nothing else has used, as servers admit it.
+func TestWindowAdmitsAnOversizedRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		h := windowHeader(200, "1s")
+		h.Set("x-ratelimit-limit-tokens", "1000")
+		sendN(t, l, 1, 800)[0].done(h, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		p, err := l.acquire(ctx, "m", 1500)
+		if err != nil {
+			t.Fatalf("a request of 1500 against a window of 1000: %v after %v", err, time.Since(start))
+		}
+		p.release()
+		if waited := time.Since(start); waited < time.Second || waited > 2*time.Second {
+			t.Errorf("a request of 1500 went after %v, want at the reset 1s away", waited)
 		}
 	})
 }

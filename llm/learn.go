@@ -121,19 +121,24 @@ func lower(lim *rate.Limiter, ok, count float64, span time.Duration, now time.Ti
 
 // remaining reads the server's x-ratelimit-remaining-* and -reset-*
 // headers, of the response to p, into the windows that fitWindow holds
-// requests to.
+// requests to. p no longer counts as in flight.
 func (ln *lane) remaining(h http.Header, p *permit) {
-	ln.observe(&ln.reqWin, h, "requests", p.sent, func() int64 { return ln.sentReqs - p.reqsAt })
-	ln.observe(&ln.tokWin, h, "tokens", p.sent, func() int64 { return ln.sentToks - p.toksAt })
+	ln.observe(&ln.reqWin, h, "requests", p.sent, 1, &ln.flyReqs)
+	ln.observe(&ln.tokWin, h, "tokens", p.sent, p.tokens, &ln.flyToks)
 }
 
-// observe updates w from the headers about what. The figure left is what
-// the server had admitted when it took the request: less what was sent
-// after it (since, read under ln.mu) is what is left now. A relative reset
-// was counted from when the server took the request, some time between
-// sent and now: counting from sent errs on the early side, and a window
-// that has ended by now is old news.
-func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time, since func() int64) {
+// observe updates w from the headers about what, of the response to a
+// request of n units sent at sent; fly is what else is in flight (read
+// under ln.mu).
+//
+// Within a window the figures left fall as the server admits requests, so
+// the lowest seen is from the last request admitted among those answered,
+// and counts every one of them. What is still in flight may come after it:
+// that figure less what is in flight is what is surely left now. A relative
+// reset was counted from when the server took the request, some time
+// between sent and now: counting from sent errs on the early side, and a
+// window that has ended by now is old news.
+func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time, n int, fly *int) {
 	left, ok := headerInt(h, "x-ratelimit-remaining-"+what)
 	if !ok {
 		return
@@ -142,21 +147,29 @@ func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time, s
 	if !ok {
 		return
 	}
+	limit, told := headerInt(h, "x-ratelimit-limit-"+what)
 	now, reset := ln.l.now(), sent.Add(d)
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	switch {
+	case told && limit > 0:
+		w.limit = limit
+	case left >= 0 && n > 0:
+		w.limit = max(w.limit, left+n) // it allowed at least this much
+	}
+	w.period = max(w.period, d)
 	if !reset.After(now) {
 		return
 	}
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	left = int(max(int64(left)-since(), 0))
-	// Within the window we know, keep the lower figure: requests let through
-	// but not sent yet are counted in ours only. A reset later than ours (by
-	// more than timing noise) is a new window.
-	if !w.reset.IsZero() && now.Before(w.reset) && reset.Sub(w.reset) < 100*time.Millisecond {
-		w.left = min(w.left, left)
-		return
+	// A reset later than ours by more than timing noise is a new window,
+	// as is the first word on one begun on a guess.
+	same := !w.guessed && !w.reset.IsZero() && now.Before(w.reset) && reset.Sub(w.reset) < 100*time.Millisecond
+	if same {
+		w.low = min(w.low, left)
+	} else {
+		w.low, w.reset, w.guessed, w.logged = left, reset, false, false
 	}
-	*w = window{left: left, reset: reset}
+	w.left = max(w.low-*fly, 0)
 }
 
 func headerInt(h http.Header, key string) (int, bool) {

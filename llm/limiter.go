@@ -188,17 +188,25 @@ type permit struct {
 	tokens int
 	slot   bool      // holds a concurrency slot
 	sent   time.Time // when acquire let it go
-	// The lane's count of requests and tokens sent, this one included, when
-	// it was sent: what was sent after it is the difference.
-	reqsAt, toksAt int64
-	keyed          bool // sent with one of several keys: a 429 rests the key, not the lane
+	flying bool      // sent and not yet answered: counted in the lane's flyReqs and flyToks
+	keyed  bool      // sent with one of several keys: a 429 rests the key, not the lane
 }
 
 // release gives back the concurrency slot without reporting an outcome.
 func (p *permit) release() {
-	if p != nil && p.slot {
+	if p == nil {
+		return
+	}
+	if p.slot {
 		p.slot = false
 		p.ln.releaseSlot()
+	}
+	if p.flying {
+		p.flying = false
+		p.ln.mu.Lock()
+		p.ln.flyReqs--
+		p.ln.flyToks -= max(p.tokens, 0)
+		p.ln.mu.Unlock()
 	}
 }
 

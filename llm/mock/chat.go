@@ -156,7 +156,7 @@ func (h *Handler) refuse(w http.ResponseWriter, v verdict, model string, cost in
 		return
 	}
 	h.rateLimited.Add(1)
-	setRetryHeaders(w.Header(), v.reset)
+	setRetryHeaders(w.Header(), v.reset, !h.cfg.NoLimitHeaders)
 	kind, limit, used, requested := "requests", h.cfg.RPM, v.reqs, 1
 	if v.refusal == tokensLimit {
 		kind, limit, used, requested = "tokens", h.cfg.TPM, v.toks, cost

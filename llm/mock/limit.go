@@ -89,6 +89,9 @@ func (h *Handler) release(v verdict) {
 // setLimitHeaders sets the x-ratelimit-* headers OpenAI sends, for each limit
 // that is configured.
 func (h *Handler) setLimitHeaders(hdr http.Header, v verdict) {
+	if h.cfg.NoLimitHeaders {
+		return
+	}
 	reset := formatReset(v.reset)
 	if h.cfg.RPM > 0 {
 		hdr["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(h.cfg.RPM)}
@@ -103,11 +106,13 @@ func (h *Handler) setLimitHeaders(hdr http.Header, v verdict) {
 }
 
 // setRetryHeaders sets the hints of a 429: Retry-After in whole seconds,
-// rounded up and at least 1, and retry-after-ms, both until the window ends.
-func setRetryHeaders(hdr http.Header, d time.Duration) {
-	ms := ceilDiv(d, time.Millisecond)
+// rounded up and at least 1, and with ms retry-after-ms, both until the
+// window ends.
+func setRetryHeaders(hdr http.Header, d time.Duration, withMs bool) {
 	hdr["Retry-After"] = []string{strconv.FormatInt(max(ceilDiv(d, time.Second), 1), 10)}
-	hdr["Retry-After-Ms"] = []string{strconv.FormatInt(max(ms, 1), 10)}
+	if withMs {
+		hdr["Retry-After-Ms"] = []string{strconv.FormatInt(max(ceilDiv(d, time.Millisecond), 1), 10)}
+	}
 }
 
 // formatReset writes d the way OpenAI's x-ratelimit-reset-* headers do, as a

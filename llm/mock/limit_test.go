@@ -128,6 +128,29 @@ func TestTokenLimit(t *testing.T) {
 	})
 }
 
+// A server that says little: no x-ratelimit-* headers, and a 429 with
+// Retry-After in whole seconds only.
+func TestNoLimitHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Config{RPM: 1, TPM: 1000, Window: time.Second, NoLimitHeaders: true})
+		body := chatBody(t, "x", nil)
+		for i, want := range []int{200, 429} {
+			rec := serve(h, body)
+			if rec.Code != want {
+				t.Fatalf("request %d: status = %d, want %d", i+1, rec.Code, want)
+			}
+			for k := range rec.Header() {
+				if strings.HasPrefix(strings.ToLower(k), "x-ratelimit") || strings.EqualFold(k, "retry-after-ms") {
+					t.Errorf("request %d: header %s sent", i+1, k)
+				}
+			}
+			if want == 429 && rec.Header().Get("Retry-After") != "1" {
+				t.Errorf("429: Retry-After = %q, want 1", rec.Header().Get("Retry-After"))
+			}
+		}
+	})
+}
+
 func TestLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Config{Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, Seed: 1})
@@ -198,7 +221,7 @@ func TestRetryHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		h := http.Header{}
-		setRetryHeaders(h, tt.d)
+		setRetryHeaders(h, tt.d, true)
 		if h.Get("Retry-After") != tt.seconds || h.Get("Retry-After-Ms") != tt.ms {
 			t.Errorf("setRetryHeaders(%v): Retry-After %q, retry-after-ms %q; want %q, %q",
 				tt.d, h.Get("Retry-After"), h.Get("Retry-After-Ms"), tt.seconds, tt.ms)

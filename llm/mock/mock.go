@@ -26,6 +26,9 @@ type Config struct {
 	FailRate float64       // fraction of admitted requests answered with a 500/502/503, decided by a seeded RNG
 	Seed     uint64        // seeds the RNG behind FailRate and Jitter
 	Quota    int           // after this many successful answers, every request gets 429 insufficient_quota (0 = unlimited)
+	// NoLimitHeaders leaves out the x-ratelimit-* headers and retry-after-ms,
+	// as servers that say little do; a 429 still carries Retry-After.
+	NoLimitHeaders bool
 }
 
 // DefaultModel is the model name answered when neither the request nor
@@ -84,7 +87,7 @@ type Stats struct {
 //  2. a body that is not JSON, has no messages or has max_tokens < 1: 400; over 32 MiB: 413;
 //  3. [Config.Quota] spent: 429 insufficient_quota;
 //  4. the window's RPM or TPM spent: 429 rate_limit_exceeded with Retry-After and
-//     retry-after-ms. Refused requests do not count against the window; admitted
+//     retry-after-ms (Retry-After only with [Config.NoLimitHeaders]). Refused requests do not count against the window; admitted
 //     ones do, whatever happens to them next. A request costing more than TPM on
 //     its own is admitted into an empty window rather than refused for ever;
 //  5. Latency plus jitter pass (a client that leaves first gets 499 and the request
@@ -97,7 +100,7 @@ type Stats struct {
 //
 // Tokens are estimated as characters/4, at least 1. Successful answers and 429s
 // carry x-ratelimit-{limit,remaining,reset}-{requests,tokens} for the limits
-// that are set.
+// that are set, unless [Config.NoLimitHeaders].
 type Handler struct {
 	cfg     Config
 	authHdr []byte    // "Bearer <APIKey>", or nil when no key is required

@@ -21,6 +21,8 @@ func TestParseOptions(t *testing.T) {
 		{" rpm = 20 , window=1s, ", Config{RPM: 20, Window: time.Second}},
 		{"fail=1,quota=3,tpm=40000", Config{FailRate: 1, Quota: 3, TPM: 40000}},
 		{"key=a=b", Config{APIKey: "a=b"}},
+		{"headers=off,tpm=10", Config{NoLimitHeaders: true, TPM: 10}},
+		{"headers=on", Config{}},
 	}
 	for _, tt := range tests {
 		got, err := ParseOptions(tt.in)
@@ -46,6 +48,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"fail=1.5", `"1.5" for option fail`},
 		{"fail=NaN", `"NaN" for option fail`},
 		{"seed=-3", `"-3" for option seed`},
+		{"headers=no", `"no" for option headers`},
 		{"rpm=1,rpm=2", `"rpm" given twice`},
 		{"rpm=1,sk-secret", "option 2 has no '='"},
 	}
