@@ -55,7 +55,10 @@ window_s=$(awk -v w="$WINDOW" 'BEGIN { if (w ~ /ms$/) print substr(w, 1, length(
 	else if (w ~ /m$/) print substr(w, 1, length(w)-1)*60; else print substr(w, 1, length(w)-1) }')
 server_rate=$(echo "$SERVER_RPM / $window_s" | bc -l)
 client_rate=$(echo "$CLIENT_RPM / 60" | bc -l)
-rate=$(echo "if ($server_rate < $client_rate) $server_rate else $client_rate" | bc -l)
+rate=$server_rate # --rpm 0: none given, the server's limit rules
+if [[ $CLIENT_RPM -gt 0 ]]; then
+	rate=$(echo "if ($server_rate < $client_rate) $server_rate else $client_rate" | bc -l)
+fi
 wall=$(echo "$t1 - $t0" | bc -l)
 ideal=$(echo "$N / $rate" | bc -l)
 

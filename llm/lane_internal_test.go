@@ -194,3 +194,48 @@ func TestWindowAdmitsAnOversizedRequest(t *testing.T) {
 		}
 	})
 }
+
+// The server counts its reset from when a request reached it: the client
+// allows a little for the way there rather than arrive a moment early.
+func TestWindowResetAllowsForTheWayThere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		sendN(t, l, 1, 100)[0].done(windowHeader(0, "1s"), nil)
+		if waited := waitFor(t, l, 100); waited < time.Second+10*time.Millisecond || waited > time.Second+50*time.Millisecond {
+			t.Errorf("a request waited %v for a window that resets in 1s, want a little more", waited)
+		}
+	})
+}
+
+// A token 429 from a server that says nothing of its window, before any
+// token rate is known, holds every request until its hint: what they would
+// find is the same spent window. Once a rate is set, it holds only its own.
+func TestFirstTokenLimitHoldsTheLane(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tpm  int
+		want time.Duration
+	}{
+		{"no rate known", 0, time.Second},
+		{"rate given", 6000000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := NewLimiterConfig(LimiterConfig{TPM: tc.tpm, Adapt: true})
+				l.lane("m")
+				time.Sleep(time.Second) // a full bucket, when there is one
+				p := sendN(t, l, 1, 100)[0]
+				body := []byte(`{"error":{"message":"Rate limit reached on tokens per min (TPM)","code":"rate_limit_exceeded"}}`)
+				ae := classify(429, http.Header{"Retry-After": {"1"}}, body, time.Now())
+				ae.header = http.Header{"Retry-After": {"1"}}
+				if !ae.tokenLimit {
+					t.Fatalf("classify: not a token limit: %+v", ae)
+				}
+				p.done(ae.header, ae)
+				if waited := waitFor(t, l, 10); waited != tc.want {
+					t.Errorf("the next request waited %v, want %v", waited, tc.want)
+				}
+			})
+		})
+	}
+}

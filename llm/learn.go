@@ -41,6 +41,14 @@ func (ln *lane) rateLimited(p *permit, ae *APIError) {
 	if p.gen != ln.gen || !ln.decideAt.IsZero() {
 		return
 	}
+	if ae.tokenLimit && ln.tpm == nil {
+		// The first word of a token limit, with nothing known of it: until
+		// a rate is set, when the hint has passed, everything sent would
+		// only find the window spent.
+		if until := ln.l.now().Add(d); until.After(ln.pauseUntil) {
+			ln.pauseUntil = until
+		}
+	}
 	ln.gen++
 	ln.decideAt, ln.decideTok = ln.l.now().Add(d), ae.tokenLimit
 	if ln.conc > 0 {
@@ -136,8 +144,9 @@ func (ln *lane) remaining(h http.Header, p *permit) {
 // and counts every one of them. What is still in flight may come after it:
 // that figure less what is in flight is what is surely left now. A relative
 // reset was counted from when the server took the request, some time
-// between sent and now: counting from sent errs on the early side, and a
-// window that has ended by now is old news.
+// between sent and now: counting from sent errs on the early side (a
+// little is added for that), and a window that has ended by now is old
+// news.
 func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time, n int, fly *int) {
 	left, ok := headerInt(h, "x-ratelimit-remaining-"+what)
 	if !ok {
@@ -158,6 +167,10 @@ func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time, n
 		w.limit = max(w.limit, left+n) // it allowed at least this much
 	}
 	w.period = max(w.period, d)
+	// The server counted the reset from when the request reached it, a
+	// little after sent: a request sent at our reset could reach it before
+	// its own. Allow a little for the way there.
+	reset = reset.Add(min(50*time.Millisecond, w.period/50))
 	if !reset.After(now) {
 		return
 	}
