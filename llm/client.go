@@ -202,6 +202,9 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		}
 		c.stats.attempts.Add(1)
 		resp, err := c.attempt(ctx, req.Body, key)
+		if ae := (*APIError)(nil); errors.As(err, &ae) {
+			ae.settle(req.Tokens)
+		}
 		c.report(p, resp, err)
 		if err == nil {
 			return resp, n, nil

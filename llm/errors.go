@@ -71,6 +71,8 @@ type APIError struct {
 
 	header     http.Header // the response's header, for the limiter; nil when none arrived
 	tokenLimit bool        // a 429 about tokens rather than requests
+	tokenSure  bool        // tokenLimit is decided; if not, settle decides it
+	tokensLeft int         // the tokens the server said were left, when that decides
 	hintFrom   string      // where RetryAfter came from: "header" or "body"
 }
 
@@ -114,34 +116,51 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 			e.hintFrom = "header"
 		}
 	}
-	e.tokenLimit = e.Kind == RateLimited && tokenLimited(h, body)
+	if e.Kind == RateLimited {
+		e.tokenLimit, e.tokenSure, e.tokensLeft = tokenLimited(h, body)
+	}
 	// Classified on what the server said; kept as fit to print.
 	e.Code, e.Message = printable(e.Code, maxCode), printable(e.Message, maxMessage)
 	return e
 }
 
-// tokenLimited tells a 429 for tokens from one for requests. The headers
-// decide first: requests spent means requests; tokens spent means tokens.
-// A window with tokens left still refuses a request bigger than what is
-// left, so then the words of the error decide ("tokens per min", OpenAI's
-// "type":"tokens", or the same about requests), and with no such words the
-// token window told is taken to be what refused it.
-func tokenLimited(h http.Header, body []byte) bool {
+// tokenLimited tells a 429 for tokens from one for requests, as far as
+// the response tells. The headers decide first: requests spent means
+// requests, tokens spent means tokens. A window with tokens left still
+// refuses a request bigger than what is left, so then the words of the error
+// decide ("tokens per min", OpenAI's "type":"tokens", or the same about
+// requests or calls). With no such words, sure is false: only the size of
+// the request can settle it (see settle), given the tokens left, left.
+func tokenLimited(h http.Header, body []byte) (tokens, sure bool, left int) {
 	if rr, ok := headerInt(h, "x-ratelimit-remaining-requests"); ok && rr <= 0 {
-		return false
+		return false, true, 0
 	}
 	r, told := headerInt(h, "x-ratelimit-remaining-tokens")
 	if told && r <= 0 {
-		return true
+		return true, true, 0
 	}
 	lower := strings.ToLower(string(body[:min(len(body), 2000)]))
 	switch {
-	case strings.Contains(lower, `"tokens"`) || strings.Contains(lower, "tokens per") || strings.Contains(lower, "tpm"):
-		return true
-	case strings.Contains(lower, `"requests"`) || strings.Contains(lower, "requests per") || strings.Contains(lower, "rpm"):
-		return false
+	case strings.Contains(lower, `"tokens"`) || strings.Contains(lower, "tokens per") ||
+		strings.Contains(lower, "tpm") || strings.Contains(lower, "token rate"):
+		return true, true, 0
+	case strings.Contains(lower, `"requests"`) || strings.Contains(lower, "requests per") ||
+		strings.Contains(lower, "rpm") || strings.Contains(lower, "call rate") || strings.Contains(lower, "request rate"):
+		return false, true, 0
 	}
-	return told // requests left, tokens told: the request did not fit them
+	if !told {
+		return false, true, 0
+	}
+	return false, false, r
+}
+
+// settle decides a 429 that the response left open (see tokenLimited) by
+// the size of the request: one that did not fit the tokens left was
+// refused for them; one that did, for something else, taken as requests.
+func (e *APIError) settle(tokens int) {
+	if e.Kind == RateLimited && !e.tokenSure {
+		e.tokenLimit, e.tokenSure = tokens > e.tokensLeft, true
+	}
 }
 
 // kindOf decides what a non-2xx response means. A 429's code is trusted over

@@ -39,10 +39,8 @@ type lane struct {
 	// last told them, less what was sent since. A request that does not fit
 	// waits for the reset on its own; smaller ones that fit go ahead of it.
 	reqWin, tokWin window
-	// Requests sent and not yet answered, and their tokens: a response's
-	// headers count what the server had admitted when it took the request,
-	// and some of these may come after it.
-	flyReqs, flyToks int
+	winWake        chan struct{}        // closed when an answer changes a window
+	flying         map[*permit]struct{} // sent and not yet answered
 
 	// Learning (Adapt). A 429 schedules a decrease for when its pause ends,
 	// by which time the requests sent before it have been answered, so what
@@ -65,7 +63,8 @@ type lane struct {
 
 func newLane(l *Limiter, model string) *lane {
 	now := l.now()
-	ln := &lane{l: l, model: model, epoch: now, rpmCeil: math.Inf(1), tpmCeil: math.Inf(1), wake: make(chan struct{})}
+	ln := &lane{l: l, model: model, epoch: now, rpmCeil: math.Inf(1), tpmCeil: math.Inf(1), wake: make(chan struct{}),
+		winWake: make(chan struct{}), flying: map[*permit]struct{}{}}
 	keep := 1 - l.cfg.Margin
 	if l.cfg.RPM > 0 {
 		ln.rpmCeil = float64(l.cfg.RPM) / 60 * keep
@@ -94,11 +93,14 @@ func newTokenLimiter(perSecond float64, now time.Time) *rate.Limiter {
 // counts tokens in, yet larger than most single requests.
 func tokenBurst(perSecond float64) int { return max(1, int(perSecond)) }
 
-// acquire waits for the gate, a concurrency slot, a request and the tokens.
-// A pause that begins meanwhile sends the waiter back to the gate, and it
-// then takes a fresh share, so requests held by a pause leave it spread out.
+// acquire waits for the gate, a concurrency slot, room in the server's
+// windows, a request and the tokens. A pause that begins meanwhile sends the
+// waiter back to the gate, and it then takes a fresh share, so requests held
+// by a pause leave it spread out. The same goes for requests held for a
+// window's reset: they take their rates after it.
 func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 	closed := ln.l.closed
+	n := max(tokens, 0)
 	for {
 		if err := ln.waitGate(ctx, closed); err != nil {
 			return nil, err
@@ -109,41 +111,34 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 			return nil, err
 		}
 		p := &permit{ln: ln, tokens: tokens, slot: slot}
-		if err := ln.takeRates(ctx, tokens, closed); err != nil {
+		if err := ln.waitWindows(ctx, n, closed); err != nil {
 			p.release()
 			return nil, err
 		}
-		if ln.pausedFor() <= 0 {
+		if err := ln.takeRates(ctx, n, closed); err != nil {
 			ln.mu.Lock()
-			p.gen, p.sent = ln.gen, ln.l.now()
-			ln.flyReqs++
-			ln.flyToks += max(tokens, 0)
-			p.flying = true
+			ln.unpromise(n)
 			ln.mu.Unlock()
+			p.release()
+			return nil, err
+		}
+		if ln.send(p, n) {
 			return p, nil
 		}
 		p.release()
 	}
 }
 
-// takeRates waits for the request and token rates, then for the server's
-// windows. The windows come last: a request is counted in the window it is
-// sent in, and the rates may hold it past a reset.
+// takeRates waits for the request and token rates.
 func (ln *lane) takeRates(ctx context.Context, tokens int, closed <-chan struct{}) error {
 	rpm, tpm := ln.limiters()
 	if err := ln.take(ctx, rpm, 1, closed); err != nil {
 		return err
 	}
-	if err := ln.fitWindow(ctx, &ln.reqWin, 1, closed); err != nil {
-		return err
-	}
 	if tokens <= 0 {
 		return nil
 	}
-	if err := ln.takeTokens(ctx, tpm, tokens, closed); err != nil {
-		return err
-	}
-	return ln.fitWindow(ctx, &ln.tokWin, tokens, closed)
+	return ln.takeTokens(ctx, tpm, tokens, closed)
 }
 
 func (ln *lane) limiters() (rpm, tpm *rate.Limiter) {
@@ -231,68 +226,6 @@ func (ln *lane) takeTokens(ctx context.Context, lim *rate.Limiter, n int, closed
 		ln.mu.Unlock()
 		d := time.Duration((float64(k) - have) / float64(lim.Limit()) * float64(time.Second))
 		if err := sleep(ctx, min(max(d, time.Millisecond), patience-waited), closed); err != nil {
-			return err
-		}
-	}
-}
-
-// window is what a server said is left of one of its windows.
-type window struct {
-	left   int
-	reset  time.Time // zero: unknown
-	logged bool      // a long wait for this reset was logged
-
-	// What is known of the windows to come: the server's limit per window
-	// (its x-ratelimit-limit-* header, or the most it was seen to allow),
-	// and the longest reset it gave, which a window lasts at least.
-	limit  int
-	period time.Duration
-	// The window began at the last one's reset and no answer has told of
-	// it yet: left counts down from limit, and reset is a guess.
-	guessed bool
-	low     int // the lowest figure left that the server gave in this window
-}
-
-// renew starts the window that follows a reset, when the server's limit is
-// known: it holds limit, less what is sent in it, until an answer tells
-// more. Without it, every request held for the reset would go at once.
-func (w *window) renew(now time.Time) {
-	if w.limit <= 0 || w.reset.IsZero() || now.Before(w.reset) {
-		return
-	}
-	next := w.reset.Add(w.period)
-	if !next.After(now) {
-		next = now.Add(w.period)
-	}
-	w.left, w.reset, w.logged, w.guessed = w.limit, next, false, true
-}
-
-// fitWindow waits, for this request only, until n fits in what the server
-// said is left of its window w, and counts it against that.
-func (ln *lane) fitWindow(ctx context.Context, w *window, n int, closed <-chan struct{}) error {
-	for {
-		ln.mu.Lock()
-		now := ln.l.now()
-		w.renew(now)
-		open := w.reset.IsZero() || !now.Before(w.reset)
-		// A request bigger than the whole window goes into an untouched one.
-		whole := w.guessed && w.left == w.limit
-		if open || n <= w.left || whole {
-			if !open {
-				w.left = max(w.left-n, 0)
-			}
-			ln.mu.Unlock()
-			return nil
-		}
-		d := w.reset.Sub(now)
-		if d > time.Minute && !w.logged {
-			// A daily quota, say: the run waits rather than collect 429s.
-			w.logged = true
-			ln.l.log.Warn("the server's rate-limit window is spent; waiting for its reset",
-				"model", ln.model, "reset_in", d.Round(time.Second))
-		}
-		ln.mu.Unlock()
-		if err := sleep(ctx, d, closed); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,31 +16,37 @@ func TestTokenLimited(t *testing.T) {
 		name   string
 		header map[string]string
 		body   string
+		tokens int // the request's estimate
 		want   bool
 	}{
-		{"tokens spent", map[string]string{"x-ratelimit-remaining-tokens": "0"}, "", true},
+		{"tokens spent", map[string]string{"x-ratelimit-remaining-tokens": "0"}, "", 10, true},
 		{"tokens left but too few, body says tokens", map[string]string{"x-ratelimit-remaining-tokens": "1200"},
-			`{"error":{"message":"Rate limit reached for m on tokens per 1s: Limit 20000, Used 18800, Requested 4000.","type":"tokens","code":"rate_limit_exceeded"}}`, true},
-		{"tokens left, requests left, no words", map[string]string{"x-ratelimit-remaining-tokens": "1200", "x-ratelimit-remaining-requests": "7"},
-			`{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, true},
-		{"only the token window told, no words", map[string]string{"x-ratelimit-remaining-tokens": "300"}, `{}`, true},
-		{"requests spent", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "5000"}, "", false},
-		{"both spent: requests rule", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0"}, "", false},
+			`{"error":{"message":"Rate limit reached for m on tokens per 1s: Limit 20000, Used 18800, Requested 4000.","type":"tokens","code":"rate_limit_exceeded"}}`, 4000, true},
+		{"too few tokens left for it, no words", map[string]string{"x-ratelimit-remaining-tokens": "1200", "x-ratelimit-remaining-requests": "7"},
+			`{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, 4000, true},
+		{"enough tokens left for it, no words (Azure's request slices)", map[string]string{"x-ratelimit-remaining-tokens": "1014", "x-ratelimit-remaining-requests": "7"},
+			`{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation have exceeded the limit. Please retry after 1 second."}}`, 300, false},
+		{"Azure call rate", map[string]string{"x-ratelimit-remaining-tokens": "1014", "x-ratelimit-remaining-requests": "7"},
+			`{"error":{"code":"RateLimitReached","message":"Your requests exceeded call rate limit of your current pricing tier."}}`, 3000, false},
+		{"requests spent", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "5000"}, "", 10, false},
+		{"both spent: requests rule", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0"}, "", 10, false},
 		{"tokens left, body says requests", map[string]string{"x-ratelimit-remaining-tokens": "9000"},
-			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 500, Used 500, Requested 1."}}`, false},
+			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 500, Used 500, Requested 1."}}`, 10, false},
 		{"no headers, OpenAI TPM message", nil,
-			`{"error":{"message":"Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29500, Requested 900."}}`, true},
+			`{"error":{"message":"Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29500, Requested 900."}}`, 900, true},
 		{"no headers, RPM message", nil,
-			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 3, Used 3, Requested 1."}}`, false},
-		{"no headers, no words", nil, `{"error":{"message":"Too many requests"}}`, false},
+			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 3, Used 3, Requested 1."}}`, 10, false},
+		{"no headers, no words", nil, `{"error":{"message":"Too many requests"}}`, 5000, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{}
 			for k, v := range tc.header {
 				h.Set(k, v)
 			}
-			if got := tokenLimited(h, []byte(tc.body)); got != tc.want {
-				t.Errorf("tokenLimited = %v, want %v", got, tc.want)
+			e := classify(429, h, []byte(tc.body), time.Now())
+			e.settle(tc.tokens)
+			if e.Kind != RateLimited || e.tokenLimit != tc.want {
+				t.Errorf("classify: %v, token limit %v; want rate limited, token limit %v", e.Kind, e.tokenLimit, tc.want)
 			}
 		})
 	}
@@ -238,4 +245,110 @@ func TestFirstTokenLimitHoldsTheLane(t *testing.T) {
 			})
 		})
 	}
+}
+
+func limitHeader(what string, left int, reset string, limit int) http.Header {
+	h := http.Header{}
+	h.Set("x-ratelimit-remaining-"+what, strconv.Itoa(left))
+	h.Set("x-ratelimit-reset-"+what, reset)
+	h.Set("x-ratelimit-limit-"+what, strconv.Itoa(limit))
+	return h
+}
+
+// Requests held for a window's reset take their rate after it: they leave
+// spread out, not all at once.
+func TestRatesSpreadAfterAWindowWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{RPM: 600, Adapt: true}) // 10 a second
+		sendN(t, l, 1, 0)[0].done(limitHeader("requests", 0, "5s", 100), nil)
+		var went [20]time.Duration
+		var wg sync.WaitGroup
+		for i := range went {
+			wg.Go(func() { went[i] = waitFor(t, l, 0) })
+		}
+		wg.Wait()
+		first, last := slices.Min(went[:]), slices.Max(went[:])
+		if first < 5*time.Second || last-first < 1800*time.Millisecond {
+			t.Errorf("20 requests at 10 a second went between %v and %v, want from 5s on over about 2s", first, last)
+		}
+	})
+}
+
+// A waiter for a reset is woken by an answer that tells of room sooner.
+func TestWindowWaitWakesOnBetterNews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		sendN(t, l, 1, 100)[0].done(limitHeader("tokens", 0, "30s", 1000), nil)
+		time.Sleep(31 * time.Second) // the window resets; the next is guessed to last 30s
+		ps := sendN(t, l, 10, 100)   // and is spent
+		got := make(chan time.Duration)
+		go func() { got <- waitFor(t, l, 100) }()
+		time.Sleep(time.Second)
+		for _, p := range ps[1:] {
+			p.done(nil, nil)
+		}
+		// The server's window was shorter than the guess, and has room.
+		ps[0].done(limitHeader("tokens", 500, "1500ms", 1000), nil)
+		if waited := <-got; waited > 1100*time.Millisecond {
+			t.Errorf("the waiter went after %v, want at once when the answer told of room", waited)
+		}
+	})
+}
+
+// An answer to a request sent before a reset speaks of the window before:
+// it does not start the window after it over.
+func TestWindowIgnoresLateAnswersFromTheWindowBefore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		sendN(t, l, 1, 100)[0].done(limitHeader("tokens", 400, "1s", 1000), nil)
+		time.Sleep(500 * time.Millisecond)
+		old := sendN(t, l, 1, 100)[0] // into the first window
+		time.Sleep(550 * time.Millisecond)
+		sendN(t, l, 10, 100) // the second window, guessed, is spent
+		old.done(limitHeader("tokens", 300, "600ms", 1000), nil)
+		start := time.Now()
+		if waited := waitFor(t, l, 100); start.Add(waited).Sub(start) < 900*time.Millisecond {
+			t.Errorf("a request went %v into a spent window", waited)
+		}
+	})
+}
+
+// What is in flight from the window before was counted there, not in this
+// one.
+func TestWindowCountsOnlyItsOwnRequestsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		sendN(t, l, 5, 100) // long answers, still in flight
+		time.Sleep(1500 * time.Millisecond)
+		sendN(t, l, 1, 100)[0].done(limitHeader("tokens", 800, "1s", 1000), nil)
+		if waited := waitFor(t, l, 700); waited > 0 {
+			t.Errorf("a request of 700 waited %v with 800 left in the window", waited)
+		}
+	})
+}
+
+// A request counted in a window stays counted while it waits for its token
+// rate, whatever answers come meanwhile.
+func TestWindowKeepsWhatWaitsForARate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{TPM: 60000, Adapt: true}) // 1000 a second
+		first := sendN(t, l, 1, 1)[0]
+		var went [4]time.Duration
+		var wg sync.WaitGroup
+		for i := range went {
+			wg.Go(func() { went[i] = waitFor(t, l, 500) })
+		}
+		time.Sleep(100 * time.Millisecond)
+		first.done(limitHeader("requests", 2, "5s", 10), nil)
+		wg.Wait()
+		early := 0
+		for _, d := range went {
+			if d < 5*time.Second {
+				early++
+			}
+		}
+		if early != 2 {
+			t.Errorf("%d requests went before the reset with 2 left in the window, want 2", early)
+		}
+	})
 }

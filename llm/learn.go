@@ -30,8 +30,8 @@ func (ln *lane) rateLimited(p *permit, ae *APIError) {
 	if !ln.l.cfg.Adapt {
 		return
 	}
-	if _, ok := headerInt(ae.header, "x-ratelimit-remaining-tokens"); ok && ae.tokenLimit {
-		// The server tells its token window: fitWindow keeps to it exactly.
+	if windowTold(ae.header, "tokens") && ae.tokenLimit {
+		// The server tells its token window: waitWindows keeps to it exactly.
 		// A rate learned from what got through would be worse: short items
 		// get through while long ones wait, and the measure comes out low.
 		return
@@ -127,62 +127,12 @@ func lower(lim *rate.Limiter, ok, count float64, span time.Duration, now time.Ti
 	return lim, cur, next
 }
 
-// remaining reads the server's x-ratelimit-remaining-* and -reset-*
-// headers, of the response to p, into the windows that fitWindow holds
-// requests to. p no longer counts as in flight.
-func (ln *lane) remaining(h http.Header, p *permit) {
-	ln.observe(&ln.reqWin, h, "requests", p.sent, 1, &ln.flyReqs)
-	ln.observe(&ln.tokWin, h, "tokens", p.sent, p.tokens, &ln.flyToks)
-}
-
-// observe updates w from the headers about what, of the response to a
-// request of n units sent at sent; fly is what else is in flight (read
-// under ln.mu).
-//
-// Within a window the figures left fall as the server admits requests, so
-// the lowest seen is from the last request admitted among those answered,
-// and counts every one of them. What is still in flight may come after it:
-// that figure less what is in flight is what is surely left now. A relative
-// reset was counted from when the server took the request, some time
-// between sent and now: counting from sent errs on the early side (a
-// little is added for that), and a window that has ended by now is old
-// news.
-func (ln *lane) observe(w *window, h http.Header, what string, sent time.Time, n int, fly *int) {
-	left, ok := headerInt(h, "x-ratelimit-remaining-"+what)
-	if !ok {
-		return
-	}
-	d, ok := parseReset(h.Get("x-ratelimit-reset-"+what), sent)
-	if !ok {
-		return
-	}
-	limit, told := headerInt(h, "x-ratelimit-limit-"+what)
-	now, reset := ln.l.now(), sent.Add(d)
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	switch {
-	case told && limit > 0:
-		w.limit = limit
-	case left >= 0 && n > 0:
-		w.limit = max(w.limit, left+n) // it allowed at least this much
-	}
-	w.period = max(w.period, d)
-	// The server counted the reset from when the request reached it, a
-	// little after sent: a request sent at our reset could reach it before
-	// its own. Allow a little for the way there.
-	reset = reset.Add(min(50*time.Millisecond, w.period/50))
-	if !reset.After(now) {
-		return
-	}
-	// A reset later than ours by more than timing noise is a new window,
-	// as is the first word on one begun on a guess.
-	same := !w.guessed && !w.reset.IsZero() && now.Before(w.reset) && reset.Sub(w.reset) < 100*time.Millisecond
-	if same {
-		w.low = min(w.low, left)
-	} else {
-		w.low, w.reset, w.guessed, w.logged = left, reset, false, false
-	}
-	w.left = max(w.low-*fly, 0)
+// windowTold reports whether h tells the window of what (requests or
+// tokens): what is left of it and when it resets.
+func windowTold(h http.Header, what string) bool {
+	_, left := headerInt(h, "x-ratelimit-remaining-"+what)
+	_, reset := parseReset(h.Get("x-ratelimit-reset-"+what), time.Now())
+	return left && reset
 }
 
 func headerInt(h http.Header, key string) (int, bool) {

@@ -188,7 +188,7 @@ type permit struct {
 	tokens int
 	slot   bool      // holds a concurrency slot
 	sent   time.Time // when acquire let it go
-	flying bool      // sent and not yet answered: counted in the lane's flyReqs and flyToks
+	flying bool      // sent and not yet answered: in the lane's flying
 	keyed  bool      // sent with one of several keys: a 429 rests the key, not the lane
 }
 
@@ -203,10 +203,7 @@ func (p *permit) release() {
 	}
 	if p.flying {
 		p.flying = false
-		p.ln.mu.Lock()
-		p.ln.flyReqs--
-		p.ln.flyToks -= max(p.tokens, 0)
-		p.ln.mu.Unlock()
+		p.ln.landed(p)
 	}
 }
 
