@@ -117,7 +117,7 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 		}
 		if err := ln.takeRates(ctx, n, closed); err != nil {
 			ln.mu.Lock()
-			ln.unpromise(n)
+			ln.giveBack(n)
 			ln.mu.Unlock()
 			p.release()
 			return nil, err

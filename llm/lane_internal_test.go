@@ -352,3 +352,23 @@ func TestWindowKeepsWhatWaitsForARate(t *testing.T) {
 		}
 	})
 }
+
+// Room promised to a request that then does not go is free again at once
+// for the others waiting, not only at the window's reset.
+func TestWindowRoomGivenBackWakesWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{TPM: 60000, Adapt: true}) // 1000 a second
+		ps := sendN(t, l, 2, 1)
+		ps[0].done(limitHeader("tokens", 999, "60s", 2000), nil)
+		a, w := make(chan time.Duration), make(chan time.Duration)
+		go func() { a <- waitFor(t, l, 800) }() // promised 800, waits for its rate
+		time.Sleep(10 * time.Millisecond)
+		go func() { w <- waitFor(t, l, 500) }() // 999 - 800 is too little
+		time.Sleep(100 * time.Millisecond)
+		ps[1].done(limitHeader("tokens", 600, "60s", 2000), nil) // now 800 does not fit, 500 does
+		if waited := <-w; waited > 5*time.Second {
+			t.Errorf("a request of 500 with 600 left went after %v, at the reset", waited)
+		}
+		<-a
+	})
+}

@@ -25,6 +25,10 @@ type window struct {
 	guessed bool
 	began   time.Time
 	low     int // the lowest figure left that the server gave in this window
+	// Requests bigger than the whole window that are waiting: the next
+	// untouched window is kept for them, or small ones would always take
+	// it first.
+	big int
 }
 
 // guard is allowed for the way to the server: it counts a reset from when
@@ -54,14 +58,23 @@ func (w *window) room(now time.Time, n, others int) (ok bool, wait time.Duration
 	if w.reset.IsZero() || !now.Before(w.reset) {
 		return true, 0 // nothing known of this window
 	}
-	if w.guessed && w.left == w.limit && others == 0 {
-		return true, 0 // a request bigger than the whole window goes into an untouched one
-	}
-	if n <= w.left-others {
+	untouched := w.guessed && w.left == w.limit
+	switch {
+	case w.oversized(n):
+		// It goes into an untouched window, as servers admit it.
+		if untouched && others == 0 {
+			return true, 0
+		}
+	case untouched && w.big > 0:
+		// Kept for a request bigger than the window.
+	case n <= w.left-others:
 		return true, 0
 	}
 	return false, w.reset.Sub(now)
 }
+
+// oversized reports whether n is more than a whole window holds.
+func (w *window) oversized(n int) bool { return w.limit > 0 && n > w.limit }
 
 // count counts n sent in w.
 func (w *window) count(now time.Time, n int) {
@@ -74,6 +87,14 @@ func (w *window) count(now time.Time, n int) {
 // server's windows have left besides what is promised to others, and
 // promises it that room. An answer that changes a window wakes the wait.
 func (ln *lane) waitWindows(ctx context.Context, n int, closed <-chan struct{}) error {
+	big := false // counted in tokWin.big
+	defer func() {
+		if big {
+			ln.mu.Lock()
+			ln.tokWin.big--
+			ln.mu.Unlock()
+		}
+	}()
 	for {
 		ln.mu.Lock()
 		now := ln.l.now()
@@ -89,6 +110,10 @@ func (ln *lane) waitWindows(ctx context.Context, n int, closed <-chan struct{}) 
 			return nil
 		}
 		d = max(d, dTok)
+		if !big && !okTok && ln.tokWin.oversized(n) {
+			big = true
+			ln.tokWin.big++
+		}
 		if d > time.Minute && !ln.reqWin.logged && !ln.tokWin.logged {
 			// A daily quota, say: the run waits rather than collect 429s.
 			ln.reqWin.logged, ln.tokWin.logged = true, true
@@ -118,19 +143,30 @@ func (ln *lane) unpromise(n int) {
 	ln.tokWin.pending -= n
 }
 
+// giveBack gives back a promise that will not be used, and wakes the
+// waiters it held back. ln.mu is held.
+func (ln *lane) giveBack(n int) {
+	ln.unpromise(n)
+	ln.wakeWindows()
+}
+
+// wakeWindows wakes the requests waiting in waitWindows. ln.mu is held.
+func (ln *lane) wakeWindows() {
+	close(ln.winWake)
+	ln.winWake = make(chan struct{})
+}
+
 // send lets p go, counted in the windows, unless a pause began or the
 // windows changed while it waited for its rates.
 func (ln *lane) send(p *permit, n int) bool {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
-	ln.unpromise(n)
 	now := ln.l.now()
-	if ln.pauseUntil.After(now) {
-		return false
-	}
+	ln.unpromise(n)
 	okReq, _ := ln.reqWin.room(now, 1, 0)
 	okTok, _ := ln.tokWin.room(now, n, 0)
-	if !okReq || (n > 0 && !okTok) {
+	if ln.pauseUntil.After(now) || !okReq || (n > 0 && !okTok) {
+		ln.wakeWindows() // the room it was promised is free again
 		return false
 	}
 	ln.reqWin.count(now, 1)
@@ -157,8 +193,7 @@ func (ln *lane) remaining(h http.Header, p *permit) {
 		changed = true
 	}
 	if changed {
-		close(ln.winWake)
-		ln.winWake = make(chan struct{})
+		ln.wakeWindows()
 	}
 }
 
