@@ -6,6 +6,7 @@
 #   bench/tokens.sh                          # N=1000, server 20000 tokens / 1s window, --tpm not given
 #   CLIENT_TPM=1200000 bench/tokens.sh       # told the true limit (20000 a second is 1.2M a minute)
 #   MOCK_HEADERS=0 bench/tokens.sh           # a server that sends no x-ratelimit-* headers
+#   BUCKET=1 bench/tokens.sh                 # a bucket refilling continuously (OpenAI's kind), not fixed windows
 #
 # It starts `llmbatch mock serve --tpm $SERVER_TPM --window $WINDOW` on a
 # free loopback port and runs N items through it with -j $J: nine in ten of
@@ -20,6 +21,7 @@ WINDOW=${WINDOW:-1s}
 CLIENT_TPM=${CLIENT_TPM:-0}
 LATENCY=${LATENCY:-50ms}
 MOCK_HEADERS=${MOCK_HEADERS:-1}
+BUCKET=${BUCKET:-0}
 J=${J:-32}
 work=$(mktemp -d "${TMPDIR:-/tmp}/llmbatch-tokens.XXXXXX")
 mockpid=
@@ -45,6 +47,7 @@ awk -v n="$N" 'BEGIN {
 
 headers=()
 [[ $MOCK_HEADERS == 0 ]] && headers=(--no-limit-headers)
+[[ $BUCKET == 1 ]] && headers+=(--bucket)
 "$bin" mock serve --addr 127.0.0.1:0 --tpm "$SERVER_TPM" --window "$WINDOW" --latency "$LATENCY" \
 	"${headers[@]}" 2>"$work/mock.log" &
 mockpid=$!
@@ -73,8 +76,9 @@ rate=$(echo "$SERVER_TPM / $window_s" | bc -l)
 wall=$(echo "$t1 - $t0" | bc -l)
 ideal=$(echo "$prompt / $rate" | bc -l)
 
-printf 'server: %d tokens per %s, headers %s; client: --tpm %d, -j %d\n' \
-	"$SERVER_TPM" "$WINDOW" "$([[ $MOCK_HEADERS == 0 ]] && echo off || echo on)" "$CLIENT_TPM" "$J"
+printf 'server: %d tokens per %s (%s), headers %s; client: --tpm %d, -j %d\n' \
+	"$SERVER_TPM" "$WINDOW" "$([[ $BUCKET == 1 ]] && echo "bucket refilling continuously" || echo "fixed windows")" \
+	"$([[ $MOCK_HEADERS == 0 ]] && echo off || echo on)" "$CLIENT_TPM" "$J"
 printf 'items: %d, exit code %d, %d results, %d prompt tokens\n' "$N" "$code" "$done_lines" "$prompt"
 printf 'wall: %.2fs, ideal tokens/limit: %.2fs (%.2fx ideal)\n' \
 	"$wall" "$ideal" "$(echo "$wall / $ideal" | bc -l)"

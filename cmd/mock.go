@@ -54,6 +54,7 @@ can be tried without a key or a bill.`,
 	f.Float64Var(&cfg.FailRate, "fail-rate", 0, "fraction of requests answered with a 5xx")
 	f.IntVar(&cfg.Quota, "quota", 0, "answers before every request gets 429 insufficient_quota; 0 for none")
 	f.BoolVar(&cfg.NoLimitHeaders, "no-limit-headers", false, "send no x-ratelimit-* headers nor retry-after-ms (429s keep Retry-After)")
+	f.BoolVar(&cfg.Bucket, "bucket", false, "limits are buckets refilling continuously, a whole one per window (as OpenAI's), not fixed windows")
 	f.StringVar(&opts, "options", "", "the same settings as one string, as --mock of run takes")
 	return c
 }
@@ -81,6 +82,9 @@ func mergeMock(parsed, flags mock.Config, c *cobra.Command) mock.Config {
 	}
 	if fl.Changed("quota") {
 		parsed.Quota = flags.Quota
+	}
+	if fl.Changed("bucket") {
+		parsed.Bucket = flags.Bucket
 	}
 	if fl.Changed("no-limit-headers") {
 		parsed.NoLimitHeaders = flags.NoLimitHeaders

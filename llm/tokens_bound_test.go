@@ -22,6 +22,7 @@ type tokenScenario struct {
 	serverTPS int // tokens per one-second window
 	clientTPM int // --tpm, per minute; 0: unset
 	noHeaders bool
+	bucket    bool // the server's limit refills continuously (OpenAI's kind), not per fixed window
 	max429    float64
 	maxSlow   float64
 }
@@ -47,7 +48,7 @@ func tokenItems(n int) []string {
 // item waited from its turn to its answer.
 func runTokens(t *testing.T, sc tokenScenario, items []string) (took time.Duration, limited int64, ideal time.Duration, shortWait time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
-		h := mock.New(mock.Config{TPM: sc.serverTPS, Window: time.Second, Latency: 50 * time.Millisecond})
+		h := mock.New(mock.Config{TPM: sc.serverTPS, Window: time.Second, Latency: 50 * time.Millisecond, Bucket: sc.bucket})
 		lim := llm.NewLimiterConfig(llm.LimiterConfig{TPM: sc.clientTPM * 60, Adapt: true, Margin: 0.03, Concurrency: 32})
 		c, err := llm.New(llm.Config{BaseURL: "http://mock/v1", HTTPClient: handlerClient{h, sc.noHeaders},
 			Limiter: lim, MaxAttempts: 100, Backoff: llm.FullJitter(100*time.Millisecond, 2*time.Second)})
@@ -94,6 +95,8 @@ func TestTokenBound(t *testing.T) {
 		// (within 1.2x the ideal, at most 2% 429s) hold with room to spare.
 		{name: "tpm told, headers", serverTPS: 20000, clientTPM: 20000, max429: 0.02, maxSlow: 1.2},
 		{name: "not told, headers", serverTPS: 20000, max429: 0.02, maxSlow: 1.2},
+		{name: "tpm told, bucket", serverTPS: 20000, clientTPM: 20000, bucket: true, max429: 0.02, maxSlow: 1.2},
+		{name: "not told, bucket", serverTPS: 20000, bucket: true, max429: 0.02, maxSlow: 1.2},
 		// Without, loose bounds: goroutine order varies from run to run,
 		// and with it how well long items pack into windows whose edges the
 		// client cannot see (±15%). They catch a limiter that does not pace

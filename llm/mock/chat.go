@@ -156,14 +156,14 @@ func (h *Handler) refuse(w http.ResponseWriter, v verdict, model string, cost in
 		return
 	}
 	h.rateLimited.Add(1)
-	setRetryHeaders(w.Header(), v.reset, !h.cfg.NoLimitHeaders)
+	setRetryHeaders(w.Header(), v.retry, !h.cfg.NoLimitHeaders)
 	kind, limit, used, requested := "requests", h.cfg.RPM, v.reqs, 1
 	if v.refusal == tokensLimit {
 		kind, limit, used, requested = "tokens", h.cfg.TPM, v.toks, cost
 	}
 	writeError(w, http.StatusTooManyRequests, apiError{
 		Message: fmt.Sprintf("Rate limit reached for %s on %s per %v: Limit %d, Used %d, Requested %d. Please try again in %s.",
-			model, kind, h.cfg.Window, limit, used, requested, formatReset(v.reset)),
+			model, kind, h.cfg.Window, limit, used, requested, formatReset(v.retry)),
 		Type: kind,
 		Code: "rate_limit_exceeded",
 	})

@@ -21,10 +21,12 @@ type verdict struct {
 	refusal refusal
 	fault   int           // 0, or the 5xx status to answer with after the delay
 	delay   time.Duration // Latency plus this request's jitter
-	reset   time.Duration // until the current window ends
-	reqs    int           // requests admitted in the window, this one included
-	toks    int           // tokens admitted in the window, this one included
+	reqs    int           // requests admitted in the window, this one included (bucket: the limit less what is left)
+	toks    int           // tokens admitted in the window, this one included (bucket: the limit less what is left)
 	quota   bool          // whether a quota grant was taken (give it back if unused)
+
+	reqReset, tokReset time.Duration // until the window ends (bucket: until it is full again)
+	retry              time.Duration // for a refusal: until the request could be admitted
 }
 
 // faults are the statuses FailRate picks from, uniformly.
@@ -40,27 +42,15 @@ func (h *Handler) admit(tokens int) verdict {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 
-	elapsed := now.Sub(h.start)
-	k := int64(elapsed / h.cfg.Window)
-	if k != h.window {
-		h.window, h.reqs, h.toks = k, 0, 0
-	}
-	v := verdict{reset: time.Duration(k+1)*h.cfg.Window - elapsed}
-	switch {
-	case h.cfg.Quota > 0 && h.granted >= h.cfg.Quota:
-		v.refusal = quotaSpent
-	case h.cfg.RPM > 0 && h.reqs >= h.cfg.RPM:
-		v.refusal = requestsLimit
-	case h.cfg.TPM > 0 && h.toks > 0 && h.toks+tokens > h.cfg.TPM:
-		v.refusal = tokensLimit
+	var v verdict
+	if h.cfg.Bucket {
+		v = h.takeBuckets(now, tokens)
+	} else {
+		v = h.takeWindow(now, tokens)
 	}
 	if v.refusal != admitted {
-		v.reqs, v.toks = h.reqs, h.toks
 		return v
 	}
-	h.reqs++
-	h.toks += tokens
-	v.reqs, v.toks = h.reqs, h.toks
 
 	v.delay = h.cfg.Latency
 	if h.cfg.Jitter > 0 {
@@ -73,6 +63,78 @@ func (h *Handler) admit(tokens int) verdict {
 		v.quota = true
 	}
 	return v
+}
+
+// takeWindow admits a request into the fixed window of now, or says why not.
+func (h *Handler) takeWindow(now time.Time, tokens int) verdict {
+	elapsed := now.Sub(h.start)
+	k := int64(elapsed / h.cfg.Window)
+	if k != h.window {
+		h.window, h.reqs, h.toks = k, 0, 0
+	}
+	end := time.Duration(k+1)*h.cfg.Window - elapsed
+	v := verdict{reqReset: end, tokReset: end, retry: end}
+	switch {
+	case h.cfg.Quota > 0 && h.granted >= h.cfg.Quota:
+		v.refusal = quotaSpent
+	case h.cfg.RPM > 0 && h.reqs >= h.cfg.RPM:
+		v.refusal = requestsLimit
+	case h.cfg.TPM > 0 && h.toks > 0 && h.toks+tokens > h.cfg.TPM:
+		v.refusal = tokensLimit
+	}
+	if v.refusal == admitted {
+		h.reqs++
+		h.toks += tokens
+	}
+	v.reqs, v.toks = h.reqs, h.toks
+	return v
+}
+
+// takeBuckets admits a request from buckets that hold RPM requests and TPM
+// tokens and refill continuously, a whole one per Window, as OpenAI's limits
+// do, or says why not. A request costing more than TPM goes from a full
+// bucket.
+func (h *Handler) takeBuckets(now time.Time, tokens int) verdict {
+	if h.filled.IsZero() {
+		h.reqLevel, h.tokLevel = float64(h.cfg.RPM), float64(h.cfg.TPM)
+	} else {
+		part := float64(now.Sub(h.filled)) / float64(h.cfg.Window)
+		h.reqLevel = min(float64(h.cfg.RPM), h.reqLevel+part*float64(h.cfg.RPM))
+		h.tokLevel = min(float64(h.cfg.TPM), h.tokLevel+part*float64(h.cfg.TPM))
+	}
+	h.filled = now
+	need := min(float64(tokens), float64(h.cfg.TPM))
+	var v verdict
+	switch {
+	case h.cfg.Quota > 0 && h.granted >= h.cfg.Quota:
+		v.refusal = quotaSpent
+	case h.cfg.RPM > 0 && h.reqLevel < 1:
+		v.refusal = requestsLimit
+		v.retry = refill(1-h.reqLevel, h.cfg.RPM, h.cfg.Window)
+	case h.cfg.TPM > 0 && h.tokLevel < need:
+		v.refusal = tokensLimit
+		v.retry = refill(need-h.tokLevel, h.cfg.TPM, h.cfg.Window)
+	}
+	if v.refusal == admitted {
+		if h.cfg.RPM > 0 {
+			h.reqLevel--
+		}
+		if h.cfg.TPM > 0 {
+			h.tokLevel = max(h.tokLevel-float64(tokens), 0)
+		}
+	}
+	v.reqs, v.toks = h.cfg.RPM-int(h.reqLevel), h.cfg.TPM-int(h.tokLevel)
+	v.reqReset = refill(float64(h.cfg.RPM)-h.reqLevel, h.cfg.RPM, h.cfg.Window)
+	v.tokReset = refill(float64(h.cfg.TPM)-h.tokLevel, h.cfg.TPM, h.cfg.Window)
+	return v
+}
+
+// refill is how long a bucket refilling limit per window takes to gain n.
+func refill(n float64, limit int, window time.Duration) time.Duration {
+	if limit <= 0 || n <= 0 {
+		return 0
+	}
+	return time.Duration(n / float64(limit) * float64(window))
 }
 
 // release gives back the quota grant of a request that was admitted but not
@@ -92,16 +154,15 @@ func (h *Handler) setLimitHeaders(hdr http.Header, v verdict) {
 	if h.cfg.NoLimitHeaders {
 		return
 	}
-	reset := formatReset(v.reset)
 	if h.cfg.RPM > 0 {
 		hdr["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(h.cfg.RPM)}
 		hdr["X-Ratelimit-Remaining-Requests"] = []string{strconv.Itoa(max(h.cfg.RPM-v.reqs, 0))}
-		hdr["X-Ratelimit-Reset-Requests"] = []string{reset}
+		hdr["X-Ratelimit-Reset-Requests"] = []string{formatReset(v.reqReset)}
 	}
 	if h.cfg.TPM > 0 {
 		hdr["X-Ratelimit-Limit-Tokens"] = []string{strconv.Itoa(h.cfg.TPM)}
 		hdr["X-Ratelimit-Remaining-Tokens"] = []string{strconv.Itoa(max(h.cfg.TPM-v.toks, 0))}
-		hdr["X-Ratelimit-Reset-Tokens"] = []string{reset}
+		hdr["X-Ratelimit-Reset-Tokens"] = []string{formatReset(v.tokReset)}
 	}
 }
 

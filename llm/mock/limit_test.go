@@ -151,6 +151,36 @@ func TestNoLimitHeaders(t *testing.T) {
 	})
 }
 
+// With Bucket, the limits refill continuously: a spent bucket lets a
+// request through as soon as it has refilled enough for it, and the headers
+// say when it will be full.
+func TestBucketLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Config{TPM: 1000, Window: 10 * time.Second, Bucket: true}) // 100 tokens a second
+		big := chatBody(t, strings.Repeat("y", 3200), nil)                  // 800 tokens
+		rec := serve(h, big)
+		if rec.Code != 200 || headerInt(t, rec, "x-ratelimit-remaining-tokens") != 200 {
+			t.Fatalf("first request: %d, remaining %s; want 200, 200", rec.Code, rec.Header().Get("x-ratelimit-remaining-tokens"))
+		}
+		if got := rec.Header().Get("x-ratelimit-reset-tokens"); got != "8s" {
+			t.Errorf("x-ratelimit-reset-tokens = %q, want 8s (800 tokens to refill at 100 a second)", got)
+		}
+		rec = serve(h, big)
+		if rec.Code != 429 || headerInt(t, rec, "retry-after-ms") != 6000 {
+			t.Fatalf("second request: %d, retry-after-ms %s; want 429, 6000", rec.Code, rec.Header().Get("retry-after-ms"))
+		}
+		time.Sleep(6 * time.Second)
+		if rec := serve(h, big); rec.Code != 200 {
+			t.Errorf("after 6s: status %d, want 200", rec.Code)
+		}
+		time.Sleep(time.Minute)
+		huge := chatBody(t, strings.Repeat("z", 8000), nil) // 2000 tokens, more than the bucket
+		if rec := serve(h, huge); rec.Code != 200 {
+			t.Errorf("an oversized request from a full bucket: status %d, want 200", rec.Code)
+		}
+	})
+}
+
 func TestLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Config{Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, Seed: 1})

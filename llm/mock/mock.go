@@ -29,6 +29,10 @@ type Config struct {
 	// NoLimitHeaders leaves out the x-ratelimit-* headers and retry-after-ms,
 	// as servers that say little do; a 429 still carries Retry-After.
 	NoLimitHeaders bool
+	// Bucket makes RPM and TPM buckets that refill continuously, a whole
+	// one per Window, as OpenAI's limits do, instead of fixed windows;
+	// x-ratelimit-reset-* then says when a bucket will be full again.
+	Bucket bool
 }
 
 // DefaultModel is the model name answered when neither the request nor
@@ -111,12 +115,15 @@ type Handler struct {
 	// a request's draws happen in one critical section, so the k-th request
 	// admitted gets the k-th draws and a fixed Seed gives a fixed number of
 	// faults however the requests interleave.
-	mu      sync.Mutex
-	window  int64 // index of the current window
-	reqs    int   // requests admitted in the current window
-	toks    int   // tokens admitted in the current window
-	granted int   // successful answers counted against Quota, in flight included
-	rng     *rand.Rand
+	mu     sync.Mutex
+	window int64 // index of the current window
+	reqs   int   // requests admitted in the current window
+	toks   int   // tokens admitted in the current window
+	// With Bucket: what the buckets hold, as of filled (zero: full).
+	reqLevel, tokLevel float64
+	filled             time.Time
+	granted            int // successful answers counted against Quota, in flight included
+	rng                *rand.Rand
 
 	requests, ok, rateLimited, failed, unauthorized atomic.Int64
 	quotaSpent, badRequests                         atomic.Int64

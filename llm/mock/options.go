@@ -8,15 +8,17 @@ import (
 )
 
 // optionKeys lists the keys ParseOptions knows, in the order of its doc.
-const optionKeys = "latency, jitter, rpm, tpm, window, fail, seed, quota, headers, model, key"
+const optionKeys = "latency, jitter, rpm, tpm, window, limits, fail, seed, quota, headers, model, key"
 
 // ParseOptions parses a comma-separated list of key=value options, as given
 // to `llmbatch run --provider mock` and `llmbatch mock serve`:
 //
-//	latency=20ms,jitter=5ms,rpm=1200,tpm=0,window=1m,fail=0.05,seed=1,quota=0,headers=on,model=x,key=secret
+//	latency=20ms,jitter=5ms,rpm=1200,tpm=0,window=1m,limits=window,fail=0.05,seed=1,quota=0,headers=on,model=x,key=secret
 //
 // Durations use Go's syntax; rpm, tpm and quota are counts >= 0; fail is a
-// fraction in [0, 1]; headers=off leaves out the x-ratelimit-* headers. White space around items is ignored, an empty string
+// fraction in [0, 1]; limits=bucket makes the limits buckets that refill
+// continuously rather than fixed windows; headers=off leaves out the
+// x-ratelimit-* headers. White space around items is ignored, an empty string
 // gives the zero Config, and a key may appear once. The error names the
 // offending key and value, except the value of key, which is never shown.
 func ParseOptions(s string) (Config, error) {
@@ -66,6 +68,15 @@ func (c *Config) set(key, val string) error {
 		c.Seed, err = strconv.ParseUint(val, 10, 64)
 		if err != nil {
 			err = badValue(key, val, "an unsigned integer")
+		}
+	case "limits":
+		switch val {
+		case "window":
+			c.Bucket = false
+		case "bucket":
+			c.Bucket = true
+		default:
+			err = badValue(key, val, "window or bucket")
 		}
 	case "headers":
 		switch val {

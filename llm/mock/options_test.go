@@ -23,6 +23,8 @@ func TestParseOptions(t *testing.T) {
 		{"key=a=b", Config{APIKey: "a=b"}},
 		{"headers=off,tpm=10", Config{NoLimitHeaders: true, TPM: 10}},
 		{"headers=on", Config{}},
+		{"limits=bucket,tpm=5", Config{Bucket: true, TPM: 5}},
+		{"limits=window", Config{}},
 	}
 	for _, tt := range tests {
 		got, err := ParseOptions(tt.in)
@@ -49,6 +51,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"fail=NaN", `"NaN" for option fail`},
 		{"seed=-3", `"-3" for option seed`},
 		{"headers=no", `"no" for option headers`},
+		{"limits=sliding", `"sliding" for option limits`},
 		{"rpm=1,rpm=2", `"rpm" given twice`},
 		{"rpm=1,sk-secret", "option 2 has no '='"},
 	}
