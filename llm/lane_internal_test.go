@@ -372,3 +372,18 @@ func TestWindowRoomGivenBackWakesWaiters(t *testing.T) {
 		<-a
 	})
 }
+
+// After a quiet spell, the window guessed to follow keeps to the server's
+// grid of windows: it ends a whole number of periods after the last reset
+// known, not a period after the first request.
+func TestWindowGuessKeepsToTheGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		sendN(t, l, 1, 100)[0].done(limitHeader("tokens", 500, "1s", 1000), nil) // resets at 1s (+ guard)
+		time.Sleep(3500 * time.Millisecond)
+		sendN(t, l, 1, 1000) // spends the window from 3s to 4s
+		if waited := waitFor(t, l, 100); waited > 600*time.Millisecond {
+			t.Errorf("the next request waited %v, want it in the window from 4s", waited)
+		}
+	})
+}

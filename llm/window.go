@@ -43,11 +43,14 @@ func (w *window) renew(now time.Time) {
 	if w.limit <= 0 || w.reset.IsZero() || now.Before(w.reset) {
 		return
 	}
-	next := w.reset.Add(w.period)
+	// Windows follow one another: the one now began a whole number of
+	// periods after the last reset known.
+	k := now.Sub(w.reset) / max(w.period, time.Millisecond)
+	w.began = w.reset.Add(k * w.period)
+	next := w.began.Add(w.period)
 	if !next.After(now) {
 		next = now.Add(w.period)
 	}
-	w.began = w.reset
 	w.left, w.reset, w.logged, w.guessed = w.limit, next, false, true
 }
 
