@@ -387,3 +387,21 @@ func TestWindowGuessKeepsToTheGrid(t *testing.T) {
 		}
 	})
 }
+
+// A short request is not held behind a long one that does not fit what is
+// left of the window: it goes at once, and the long one at the reset.
+func TestWindowShortPassesLong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiterConfig(LimiterConfig{Adapt: true})
+		sendN(t, l, 1, 100)[0].done(limitHeader("tokens", 500, "1s", 5000), nil)
+		long := make(chan time.Duration)
+		go func() { long <- waitFor(t, l, 2000) }()
+		time.Sleep(10 * time.Millisecond)
+		if waited := waitFor(t, l, 100); waited > 0 {
+			t.Errorf("a short request waited %v behind a long one", waited)
+		}
+		if waited := <-long; waited < 990*time.Millisecond {
+			t.Errorf("the long request went after %v, before the reset", waited)
+		}
+	})
+}
