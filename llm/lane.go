@@ -111,7 +111,8 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 			return nil, err
 		}
 		p := &permit{ln: ln, tokens: tokens, slot: slot}
-		if err := ln.waitWindows(ctx, n, closed); err != nil {
+		big, err := ln.waitWindows(ctx, n, closed)
+		if err != nil {
 			p.release()
 			return nil, err
 		}
@@ -122,7 +123,7 @@ func (ln *lane) acquire(ctx context.Context, tokens int) (*permit, error) {
 			p.release()
 			return nil, err
 		}
-		if ln.send(p, n) {
+		if ln.send(p, n, big) {
 			return p, nil
 		}
 		p.release()

@@ -55,20 +55,18 @@ func (w *window) renew(now time.Time) {
 }
 
 // room reports whether n more fit in w now, besides others promised to
-// other requests; when not, wait is until the reset.
-func (w *window) room(now time.Time, n, others int) (ok bool, wait time.Duration) {
+// other requests; when not, wait is until the reset. big tells a request
+// that was counted in w.big.
+func (w *window) room(now time.Time, n, others int, big bool) (ok bool, wait time.Duration) {
 	w.renew(now)
 	if w.reset.IsZero() || !now.Before(w.reset) {
 		return true, 0 // nothing known of this window
 	}
 	untouched := w.guessed && w.left == w.limit
 	switch {
-	case w.oversized(n):
-		// It goes into an untouched window, as servers admit it.
-		if untouched && others == 0 {
-			return true, 0
-		}
-	case untouched && w.big > 0:
+	case (big || w.oversized(n)) && untouched && others == 0:
+		return true, 0 // into an untouched window, as servers admit it
+	case !big && untouched && w.big > 0:
 		// Kept for a request bigger than the window.
 	case n <= w.left-others:
 		return true, 0
@@ -89,10 +87,11 @@ func (w *window) count(now time.Time, n int) {
 // waitWindows waits, for this request only, until it fits in what the
 // server's windows have left besides what is promised to others, and
 // promises it that room. An answer that changes a window wakes the wait.
-func (ln *lane) waitWindows(ctx context.Context, n int, closed <-chan struct{}) error {
-	big := false // counted in tokWin.big
+// It reports whether the request waited as bigger than a whole window.
+func (ln *lane) waitWindows(ctx context.Context, n int, closed <-chan struct{}) (big bool, err error) {
+	counted := false // in tokWin.big
 	defer func() {
-		if big {
+		if counted {
 			ln.mu.Lock()
 			ln.tokWin.big--
 			ln.mu.Unlock()
@@ -101,20 +100,20 @@ func (ln *lane) waitWindows(ctx context.Context, n int, closed <-chan struct{}) 
 	for {
 		ln.mu.Lock()
 		now := ln.l.now()
-		okReq, d := ln.reqWin.room(now, 1, ln.reqWin.pending)
+		okReq, d := ln.reqWin.room(now, 1, ln.reqWin.pending, false)
 		okTok, dTok := true, time.Duration(0)
 		if n > 0 {
-			okTok, dTok = ln.tokWin.room(now, n, ln.tokWin.pending)
+			okTok, dTok = ln.tokWin.room(now, n, ln.tokWin.pending, counted)
 		}
 		if okReq && okTok {
 			ln.reqWin.pending++
 			ln.tokWin.pending += n
 			ln.mu.Unlock()
-			return nil
+			return counted, nil
 		}
 		d = max(d, dTok)
-		if !big && !okTok && ln.tokWin.oversized(n) {
-			big = true
+		if !counted && !okTok && ln.tokWin.oversized(n) {
+			counted = true
 			ln.tokWin.big++
 		}
 		if d > time.Minute && !ln.reqWin.logged && !ln.tokWin.logged {
@@ -132,10 +131,10 @@ func (ln *lane) waitWindows(ctx context.Context, n int, closed <-chan struct{}) 
 			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-closed:
 			t.Stop()
-			return ErrStopped
+			return false, ErrStopped
 		}
 	}
 }
@@ -160,14 +159,15 @@ func (ln *lane) wakeWindows() {
 }
 
 // send lets p go, counted in the windows, unless a pause began or the
-// windows changed while it waited for its rates.
-func (ln *lane) send(p *permit, n int) bool {
+// windows changed while it waited for its rates. big is what waitWindows
+// reported.
+func (ln *lane) send(p *permit, n int, big bool) bool {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
 	now := ln.l.now()
 	ln.unpromise(n)
-	okReq, _ := ln.reqWin.room(now, 1, 0)
-	okTok, _ := ln.tokWin.room(now, n, 0)
+	okReq, _ := ln.reqWin.room(now, 1, 0, false)
+	okTok, _ := ln.tokWin.room(now, n, 0, big)
 	if ln.pauseUntil.After(now) || !okReq || (n > 0 && !okTok) {
 		ln.wakeWindows() // the room it was promised is free again
 		return false
