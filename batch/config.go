@@ -57,7 +57,7 @@ func (c *Config) setDefaults() {
 		c.Errors = ErrorsPath(c.Output)
 	}
 	if c.Checkpoint == "" {
-		c.Checkpoint = c.Output + ".ckpt"
+		c.Checkpoint = CheckpointPath(c.Output)
 	}
 	if c.MaxLineBytes <= 0 {
 		c.MaxLineBytes = 64 << 20
@@ -78,6 +78,9 @@ func (c *Config) setDefaults() {
 func ErrorsPath(out string) string {
 	return strings.TrimSuffix(out, ".jsonl") + ".errors.jsonl"
 }
+
+// CheckpointPath returns the default checkpoint of a results file.
+func CheckpointPath(out string) string { return out + ".ckpt" }
 
 // DefaultOutput returns the results file for an input file:
 // "in.jsonl" gives "in.out.jsonl".

@@ -117,7 +117,7 @@ func (t *tally) fill(js *JobState, output string) {
 		js.ByKind[kind]++
 	}
 	if js.Invalid > 0 {
-		js.ByKind[kindInvalidInput] = js.Invalid
+		js.ByKind[KindInvalidInput] = js.Invalid
 	}
 	warn := func(format string, a ...any) { js.Warnings = append(js.Warnings, fmt.Sprintf(format, a...)) }
 	if missing := js.CheckpointDone - t.confirmed; missing > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
 )
@@ -13,7 +14,7 @@ import (
 // The journal keys of items and rejected lines, and how the lines of the
 // results and errors files map to them: the one place that knows.
 func itemKey(id string) string { return "i:" + id }
-func lineKey(line int) string  { return "l:" + fmt.Sprint(line) }
+func lineKey(line int) string  { return "l:" + strconv.Itoa(line) }
 
 // resultKey returns the journal key of a results-file line: its id, or the
 // custom_id of an OpenAI Batch-shaped line.
@@ -44,10 +45,10 @@ func errorsKey(b []byte) (key string, st checkpoint.Status, kind string) {
 	if json.Unmarshal(b, &rec) != nil {
 		return "", 0, ""
 	}
-	if rec.Error.Kind != kindInvalidInput && rec.ID != nil {
+	if rec.Error.Kind != KindInvalidInput && rec.ID != nil {
 		return itemKey(*rec.ID), checkpoint.Failed, rec.Error.Kind
 	}
-	return lineKey(rec.Line), checkpoint.Bad, kindInvalidInput
+	return lineKey(rec.Line), checkpoint.Bad, KindInvalidInput
 }
 
 // scanLines calls fn for every non-blank line of the file at path; a

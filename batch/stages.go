@@ -21,6 +21,9 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 	seen := newIDSet()
 	defer seen.close()
 	c := r.cfg.Counters
+	// Lines rejected by earlier runs are looked up only when there are any:
+	// those of this run are all behind the reader.
+	_, _, bad := r.j.Counts()
 	for {
 		line, n, err := lr.next()
 		var le *LineError
@@ -38,7 +41,7 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 			it, le = r.classify(line, n, seen)
 		}
 		c.Read.Add(1)
-		wasBad := r.lineWasBad(n)
+		wasBad := bad > 0 && r.lineWasBad(n)
 		switch {
 		case le != nil && wasBad:
 			c.Bad.Add(1)
@@ -46,9 +49,10 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 		case le != nil:
 			c.Bad.Add(1)
 			it = &Item{ID: le.ID, Line: n, rejected: le}
-		case r.skip(it) && !wasBad:
-			continue
-		case wasBad && r.isDone(it):
+		case r.skip(it):
+			if !wasBad {
+				continue
+			}
 			// The line was fixed into one done earlier (lines moved, say):
 			// only its rejection is to be cleared.
 			it = &Item{Line: n, fixes: n, onlyFix: true}
@@ -70,13 +74,6 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 func (r *run) lineWasBad(n int) bool {
 	st, ok := r.j.Status(lineKey(n))
 	return ok && st == checkpoint.Bad
-}
-
-// isDone reports whether it has an outcome from an earlier run that is not
-// to be redone.
-func (r *run) isDone(it *Item) bool {
-	st, ok := r.j.Status(itemKey(it.ID))
-	return ok && (st == checkpoint.Done || st == checkpoint.Failed && !r.cfg.RetryFailed)
 }
 
 // classify shapes a line into an item, or says why it is rejected.

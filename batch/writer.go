@@ -131,12 +131,13 @@ func (w *writer) write(o outcome) error {
 		return w.errs.writeJSON(failedLine(o.item, o.err, o.attempts))
 	default:
 		w.done++
-		line, err := resultLine(o)
+		u := o.usage()
+		line, err := resultLine(o, u)
 		if err != nil {
 			return err
 		}
 		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Done})
-		if u := o.usage(); u != nil {
+		if u != nil {
 			c.PromptTokens.Add(int64(u.PromptTokens))
 			c.OutputTokens.Add(int64(u.CompletionTokens))
 			w.spend(o.item.Model, o.resp.Chat.Model, u)
@@ -226,7 +227,8 @@ func (o *outcome) usage() *usage {
 	return &usage{apportion(u.PromptTokens, o.share), apportion(u.CompletionTokens, o.share)}
 }
 
-func resultLine(o outcome) ([]byte, error) {
+// resultLine is the results-file line of a success, whose usage is u.
+func resultLine(o outcome, u *usage) ([]byte, error) {
 	it, r := o.item, o.resp
 	if it.Batch {
 		// The body is re-encoded, so a pretty-printed answer still takes one line.
@@ -240,7 +242,7 @@ func resultLine(o outcome) ([]byte, error) {
 		})
 	}
 	rec := resultRecord{ID: it.ID, Output: o.output, Model: r.Chat.Model, FinishReason: r.Chat.Choices[0].FinishReason,
-		Usage: o.usage(), Attempts: o.attempts, Merged: o.merged}
+		Usage: u, Attempts: o.attempts, Merged: o.merged}
 	if rec.Output == nil {
 		text, err := json.Marshal(r.Content())
 		if err != nil {
@@ -265,11 +267,11 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
-// kindInvalidInput marks errors-file lines for rejected input lines.
-const kindInvalidInput = "invalid_input"
+// KindInvalidInput is the errors-file kind of a rejected input line.
+const KindInvalidInput = "invalid_input"
 
 func badLine(e *LineError) errorRecord {
-	return errorRecord{ID: e.ID, Line: e.Line, Error: errorDetail{Kind: kindInvalidInput, Message: e.Err.Error()}}
+	return errorRecord{ID: e.ID, Line: e.Line, Error: errorDetail{Kind: KindInvalidInput, Message: e.Err.Error()}}
 }
 
 func failedLine(it *Item, err error, attempts int) errorRecord {

@@ -28,19 +28,12 @@ trap cleanup EXIT
 
 (cd "$root" && go build -o "$work/llmbatch" .)
 bin=$work/llmbatch
+. "$root/bench/lib.sh"
 
 awk -v n="$N" 'BEGIN { for (i = 1; i <= n; i++)
 	printf "{\"id\":\"r-%d\",\"prompt\":\"rate test item %d\"}\n", i, i }' >"$work/in.jsonl"
 
-"$bin" mock serve --addr 127.0.0.1:0 --rpm "$SERVER_RPM" --window "$WINDOW" 2>"$work/mock.log" &
-mockpid=$!
-url=
-for _ in $(seq 100); do
-	url=$(grep -o 'http://[^ ]*/v1' "$work/mock.log" || true)
-	[[ -n $url ]] && break
-	sleep 0.05
-done
-[[ -n $url ]] || { echo "mock did not start:" >&2; cat "$work/mock.log" >&2; exit 1; }
+start_mock --rpm "$SERVER_RPM" --window "$WINDOW"
 
 t0=$(date +%s.%N)
 code=0
@@ -51,8 +44,7 @@ t1=$(date +%s.%N)
 done_lines=$(wc -l <"$work/out.jsonl" 2>/dev/null || echo 0)
 retries_429=$(grep '"msg":"retry"' "$work/client.log" | grep -c '"status":429' || true)
 retries_all=$(grep -c '"msg":"retry"' "$work/client.log" || true)
-window_s=$(awk -v w="$WINDOW" 'BEGIN { if (w ~ /ms$/) print substr(w, 1, length(w)-2)/1000;
-	else if (w ~ /m$/) print substr(w, 1, length(w)-1)*60; else print substr(w, 1, length(w)-1) }')
+window_s=$(seconds "$WINDOW")
 server_rate=$(echo "$SERVER_RPM / $window_s" | bc -l)
 client_rate=$(echo "$CLIENT_RPM / 60" | bc -l)
 rate=$server_rate # --rpm 0: none given, the server's limit rules

@@ -45,19 +45,13 @@ trap cleanup EXIT
 
 (cd "$root" && go build -o "$work/llmbatch" . && go build -o "$work/soakcheck" ./bench/soakcheck)
 bin=$work/llmbatch
+. "$root/bench/lib.sh"
 chk=$work/soakcheck
 
 "$chk" gen -n "$N" -o "$work/in.jsonl"
 
-"$bin" mock serve --addr 127.0.0.1:0 --fail-rate "$FAIL_RATE" --latency "$LATENCY" --jitter "$JITTER" 2>"$work/mock.log" &
-mockpid=$!
-mockurl=
-for _ in $(seq 100); do
-	mockurl=$(grep -o 'http://[^ ]*/v1' "$work/mock.log" || true)
-	[[ -n $mockurl ]] && break
-	sleep 0.05
-done
-[[ -n $mockurl ]] || { echo "mock did not start:" >&2; cat "$work/mock.log" >&2; exit 1; }
+start_mock --fail-rate "$FAIL_RATE" --latency "$LATENCY" --jitter "$JITTER"
+mockurl=$url
 
 "$chk" proxy -upstream "$mockurl" -reset-rate "$RESET_RATE" -addr-file "$work/proxy.addr" 2>"$work/proxy.log" &
 proxypid=$!

@@ -33,6 +33,7 @@ trap cleanup EXIT
 
 (cd "$root" && go build -o "$work/llmbatch" .)
 bin=$work/llmbatch
+. "$root/bench/lib.sh"
 
 awk -v n="$N" 'BEGIN {
 	srand(1)
@@ -48,16 +49,7 @@ awk -v n="$N" 'BEGIN {
 headers=()
 [[ $MOCK_HEADERS == 0 ]] && headers=(--no-limit-headers)
 [[ $BUCKET == 1 ]] && headers+=(--bucket)
-"$bin" mock serve --addr 127.0.0.1:0 --tpm "$SERVER_TPM" --window "$WINDOW" --latency "$LATENCY" \
-	"${headers[@]}" 2>"$work/mock.log" &
-mockpid=$!
-url=
-for _ in $(seq 100); do
-	url=$(grep -o 'http://[^ ]*/v1' "$work/mock.log" || true)
-	[[ -n $url ]] && break
-	sleep 0.05
-done
-[[ -n $url ]] || { echo "mock did not start:" >&2; cat "$work/mock.log" >&2; exit 1; }
+start_mock --tpm "$SERVER_TPM" --window "$WINDOW" --latency "$LATENCY" "${headers[@]}"
 
 t0=$(date +%s.%N)
 code=0
@@ -70,8 +62,7 @@ done_lines=$(wc -l <"$work/out.jsonl" 2>/dev/null || echo 0)
 prompt=$(grep -o '"prompt": *[0-9]*' "$work/report.json" | grep -o '[0-9]*$')
 limited=$(grep -o '"rate_limited": *[0-9]*' "$work/report.json" | grep -o '[0-9]*$')
 requests=$(grep -o '"requests": *[0-9]*' "$work/report.json" | grep -o '[0-9]*$')
-window_s=$(awk -v w="$WINDOW" 'BEGIN { if (w ~ /ms$/) print substr(w, 1, length(w)-2)/1000;
-	else if (w ~ /m$/) print substr(w, 1, length(w)-1)*60; else print substr(w, 1, length(w)-1) }')
+window_s=$(seconds "$WINDOW")
 rate=$(echo "$SERVER_TPM / $window_s" | bc -l)
 wall=$(echo "$t1 - $t0" | bc -l)
 ideal=$(echo "$prompt / $rate" | bc -l)

@@ -3,9 +3,10 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -131,14 +132,14 @@ func loadConfig(c *cobra.Command, path, profile string) (*configFile, error) {
 	}
 	p, ok := profiles[profile].(map[string]any)
 	if !ok {
-		return nil, usageErr("%s: no [profiles.%s] (profiles: %s)", cf.path, profile, strings.Join(keys(profiles), ", "))
+		return nil, usageErr("%s: no [profiles.%s] (profiles: %s)", cf.path, profile, strings.Join(slices.Sorted(maps.Keys(profiles)), ", "))
 	}
 	return cf, cf.take(c, p, "profiles."+profile+".")
 }
 
 // take checks that every key of table names a flag and records its value.
 func (cf *configFile) take(c *cobra.Command, table map[string]any, prefix string) error {
-	for _, k := range keys(table) {
+	for _, k := range slices.Sorted(maps.Keys(table)) {
 		name := strings.ReplaceAll(k, "_", "-")
 		switch {
 		case name == "api-key" || name == "key":
@@ -150,13 +151,4 @@ func (cf *configFile) take(c *cobra.Command, table map[string]any, prefix string
 		cf.values[name] = table[k]
 	}
 	return nil
-}
-
-func keys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

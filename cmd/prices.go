@@ -2,7 +2,8 @@ package cmd
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,38 +27,35 @@ var defaultPrices = map[string]batch.Price{
 
 // priceTable finds a model's price: exactly, or by the longest known
 // prefix ("gpt-4o-mini-2024-07-18" is priced as "gpt-4o-mini").
-type priceTable map[string]batch.Price
+type priceTable struct {
+	prices map[string]batch.Price
+	byLen  []string // the models, longest first
+}
 
 func newPriceTable(flags []string) (priceTable, error) {
-	t := priceTable{}
-	for k, v := range defaultPrices {
-		t[k] = v
-	}
+	prices := maps.Clone(defaultPrices)
 	for _, f := range flags {
 		model, spec, ok := strings.Cut(f, "=")
 		in, out, ok2 := strings.Cut(spec, "/")
 		pin, err1 := strconv.ParseFloat(strings.TrimSpace(in), 64)
 		pout, err2 := strconv.ParseFloat(strings.TrimSpace(out), 64)
 		if !ok || !ok2 || model == "" || err1 != nil || err2 != nil || pin < 0 || pout < 0 {
-			return nil, usageErr("--price %q: want MODEL=INPUT/OUTPUT in dollars per million tokens, e.g. gpt-4o-mini=0.15/0.60", f)
+			return priceTable{}, usageErr("--price %q: want MODEL=INPUT/OUTPUT in dollars per million tokens, e.g. gpt-4o-mini=0.15/0.60", f)
 		}
-		t[strings.TrimSpace(model)] = batch.Price{In: pin, Out: pout}
+		prices[strings.TrimSpace(model)] = batch.Price{In: pin, Out: pout}
 	}
-	return t, nil
+	byLen := slices.SortedFunc(maps.Keys(prices), func(a, b string) int { return len(b) - len(a) })
+	return priceTable{prices: prices, byLen: byLen}, nil
 }
 
+// lookup is called for every answer.
 func (t priceTable) lookup(model string) (batch.Price, bool) {
-	if p, ok := t[model]; ok {
+	if p, ok := t.prices[model]; ok {
 		return p, true
 	}
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
-	for _, k := range keys {
+	for _, k := range t.byLen {
 		if strings.HasPrefix(model, k+"-") {
-			return t[k], true
+			return t.prices[k], true
 		}
 	}
 	return batch.Price{}, false

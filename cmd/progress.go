@@ -33,13 +33,13 @@ func countLines(path string) func() int64 {
 // startProgress shows the run's progress until the returned func is called:
 // a bar when ErrOut is a terminal (or --progress on), otherwise a log line
 // every LogEvery, with a warning when nothing has finished for six periods
-// (a minute by default).
-func startProgress(ctx context.Context, opts *RunOptions, c *batch.Counters, total func() int64, stats func() llm.Stats) func() {
+// (a minute by default). The input is counted for the total only then.
+func startProgress(ctx context.Context, opts *RunOptions, c *batch.Counters, stats func() llm.Stats) func() {
 	if opts.Progress == "off" || opts.Quiet {
 		return func() {}
 	}
 	bar := opts.Progress == "on" || (opts.Progress == "auto" && opts.IO.IsStderrTTY())
-	p := &progress{c: c, total: total, stats: stats, start: time.Now()}
+	p := &progress{c: c, total: countLines(opts.Input), stats: stats, start: time.Now()}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -238,7 +238,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	cfg.Counters = &batch.Counters{}
 	started := time.Now()
-	stopProgress := startProgress(ctx, opts, cfg.Counters, countLines(opts.Input), cfg.Client.Stats)
+	stopProgress := startProgress(ctx, opts, cfg.Counters, cfg.Client.Stats)
 	sum, err := batch.Run(ctx, cfg)
 	stopProgress()
 	cs := cfg.Client.Stats()

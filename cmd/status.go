@@ -123,7 +123,7 @@ func statusRun(_ context.Context, opts *StatusOptions) error {
 // jobStatus gathers the status of the job writing opts.Output.
 func jobStatus(opts *StatusOptions) (*JobStatus, error) {
 	if opts.Checkpoint == "" {
-		opts.Checkpoint = opts.Output + ".ckpt"
+		opts.Checkpoint = batch.CheckpointPath(opts.Output)
 	}
 	input, err := findInput(opts)
 	if err != nil {
@@ -169,9 +169,6 @@ func findInput(opts *StatusOptions) (string, error) {
 	}
 	return "", nil
 }
-
-// kindInvalidInput is the errors-file kind of a rejected input line.
-const kindInvalidInput = "invalid_input"
 
 func (st *JobStatus) warn(format string, a ...any) {
 	st.Warnings = append(st.Warnings, fmt.Sprintf(format, a...))
@@ -227,7 +224,7 @@ func (st *JobStatus) resumeArgs(opts *StatusOptions, retry bool) []string {
 		}
 		args = append(args, "--"+name, st.Settings[k])
 	}
-	if opts.Checkpoint != st.Output+".ckpt" {
+	if opts.Checkpoint != batch.CheckpointPath(st.Output) {
 		args = append(args, "--checkpoint", opts.Checkpoint)
 	}
 	input := "INPUT"
@@ -306,7 +303,7 @@ func plural(n int64, noun string) string {
 func kinds(byKind map[string]int64) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(byKind)) {
-		if k != kindInvalidInput {
+		if k != batch.KindInvalidInput {
 			parts = append(parts, fmt.Sprintf("%s %d", k, byKind[k]))
 		}
 	}

@@ -235,6 +235,11 @@ func (p *permit) done(h http.Header, err *APIError) {
 // sleep waits for d, or returns ctx.Err() or ErrStopped if ctx ends or stop
 // is closed first.
 func sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) error {
+	return sleepOrWake(ctx, d, nil, stop)
+}
+
+// sleepOrWake is sleep that also ends, with nil, when wake is closed.
+func sleepOrWake(ctx context.Context, d time.Duration, wake, stop <-chan struct{}) error {
 	if d <= 0 {
 		select {
 		case <-ctx.Done():
@@ -249,6 +254,8 @@ func sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) error {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return nil
+	case <-wake:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

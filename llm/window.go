@@ -124,17 +124,8 @@ func (ln *lane) waitWindows(ctx context.Context, n int, closed <-chan struct{}) 
 		}
 		wake := ln.winWake
 		ln.mu.Unlock()
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-wake:
-			t.Stop()
-		case <-ctx.Done():
-			t.Stop()
-			return false, ctx.Err()
-		case <-closed:
-			t.Stop()
-			return false, ErrStopped
+		if err := sleepOrWake(ctx, d, wake, closed); err != nil {
+			return false, err
 		}
 	}
 }
