@@ -159,6 +159,13 @@ type Request struct {
 	Body   []byte // the JSON body of POST /chat/completions
 	Tokens int    // estimated tokens (prompt plus max_tokens), for the token limit
 	Label  string // names the request in logs (an item or group id)
+
+	// Drain, when closed, ends the request's waits (pacing, backoff, a
+	// resting key) with [ErrStopped] and starts no further attempt; an
+	// attempt already sent is finished and its answer returned. nil: only
+	// ctx ends the request. This is how a run drains: it closes Drain, and
+	// cancels ctx only to stop at once.
+	Drain <-chan struct{}
 }
 
 // Response is a successful answer.
@@ -178,24 +185,30 @@ func (r *Response) Content() string { return TextContent(r.Chat.Choices[0].Messa
 //   - (resp, n, nil) on success;
 //   - (nil, n, *APIError) when the last attempt failed;
 //   - (nil, n, ctx.Err()) when ctx ended;
-//   - (nil, n, err) with errors.Is(err, ErrStopped) when the limiter was
-//     closed before the next attempt could be sent; err also wraps the
+//   - (nil, n, err) with errors.Is(err, ErrStopped) when req.Drain (or the
+//     limiter) was closed before the next attempt could be sent; err also wraps the
 //     last attempt's *APIError, if there was one, so check ErrStopped first.
 //
 // Every attempt, retries included, waits for the limiter first. A 429 pauses
 // the whole limiter, not only this request, even when it is not retried.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
+	waitCtx, cancel := drainContext(ctx, req.Drain)
+	defer cancel()
 	var last *APIError
 	for n := 1; ; n++ {
 		// The key first: waiting for a resting key must not hold a permit,
 		// or every waiter would go at once when the key is back.
-		ki, key, err := c.pickKey(ctx)
+		ki, key, err := c.pickKey(waitCtx)
 		if err != nil {
-			return nil, n - 1, stopped(err, last)
+			return nil, n - 1, stopped(drained(ctx, err), last)
 		}
-		p, err := c.cfg.Limiter.acquire(ctx, req.Model, req.Tokens)
+		p, err := c.cfg.Limiter.acquire(waitCtx, req.Model, req.Tokens)
+		if err == nil && waitCtx.Err() != nil { // drained as the permit came
+			p.release()
+			err = waitCtx.Err()
+		}
 		if err != nil {
-			return nil, n - 1, stopped(err, last)
+			return nil, n - 1, stopped(drained(ctx, err), last)
 		}
 		if p != nil {
 			p.keyed = ki >= 0
@@ -236,8 +249,8 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		}
 		c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
 			"kind", last.Kind.String(), "delay", d, "source", source)
-		if err := c.wait(ctx, d, last); err != nil {
-			return nil, n, stopped(err, last)
+		if err := c.wait(waitCtx, d, last); err != nil {
+			return nil, n, stopped(drained(ctx, err), last)
 		}
 	}
 }
@@ -256,6 +269,39 @@ func (c *Client) report(p *permit, resp *Response, err error) {
 	default: // the caller's context ended: say nothing of the server
 		p.release()
 	}
+}
+
+// drainContext returns a context for the waits of one request: it ends
+// with ctx, or when drain is closed. The goroutine that watches drain ends
+// when cancel is called, before Do returns.
+func drainContext(ctx context.Context, drain <-chan struct{}) (context.Context, context.CancelFunc) {
+	if drain == nil {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	select {
+	case <-drain:
+		cancel(ErrStopped)
+		return wctx, func() {}
+	default:
+	}
+	go func() {
+		select {
+		case <-drain:
+			cancel(ErrStopped)
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, func() { cancel(nil) }
+}
+
+// drained turns the end of a wait that the drain, not ctx, caused into
+// ErrStopped.
+func drained(ctx context.Context, err error) error {
+	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		return ErrStopped
+	}
+	return err
 }
 
 // stopped adds the last attempt's error to ErrStopped, so that the reason
