@@ -27,7 +27,7 @@ MODE=${MODE:-untold}
 case $MODE in untold | told | both) ;; *) echo "MODE must be untold, told or both" >&2 && exit 2 ;; esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/llmbatch-nginx.XXXXXX")
 ng=$work/nginx
-mockpid= nginxpid= clientpid= worst=0
+mockpid='' nginxpid='' clientpid='' worst=0
 
 # alive PID: the process exists and is not a zombie waiting to be reaped.
 alive() {
@@ -51,7 +51,7 @@ stop_nginx() {
 	workers=$(cat /proc/"$nginxpid"/task/*/children 2>/dev/null || true)
 	stop "$nginxpid" TERM
 	for w in $workers; do
-		[[ $(cat /proc/"$w"/comm 2>/dev/null) == nginx ]] && kill -KILL "$w" 2>/dev/null
+		[[ $(cat /proc/"$w"/comm 2>/dev/null) == nginx ]] && { kill -KILL "$w" 2>/dev/null || true; }
 	done
 	nginxpid=
 }
