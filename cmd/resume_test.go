@@ -177,3 +177,21 @@ func readText(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestStatusOfAStdinJob checks that a job read from stdin resumes with - as its input, since no file can be
+// counted: the command is whole, the input left unknown.
+func TestStatusOfAStdinJob(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "labels.jsonl")
+	ios, stdin, _, errOut := Test()
+	stdin.WriteString(`{"id":"a","prompt":"one"}` + "\n" + `{"id":"b","prompt":"two","params":{"max_tokens":0}}` + "\n")
+	root := NewRootCmd(&Factory{IO: ios, Getenv: func(string) string { return "" }})
+	root.SetArgs([]string{"run", "--provider", "mock", "-j", "2", "-o", out, "-"})
+	if c, err := root.ExecuteContextC(t.Context()); exitCode(ios, c, err) != exitFailedItems {
+		t.Fatalf("run from stdin: %v\n%s", err, errOut)
+	}
+	st := statusJSON(t, out)
+	want := "llmbatch run --retry-failed --provider mock --concurrency 2 --model mock-1 -o " + out + " -"
+	if st.RetryFailed != want || st.Input != nil || st.State != "unknown" {
+		t.Errorf("status of a stdin job: retry_failed %q, input %v, state %q\nwant %q, no input, unknown", st.RetryFailed, st.Input, st.State, want)
+	}
+}

@@ -159,32 +159,6 @@ func jobStatus(opts *StatusOptions) (*JobStatus, error) {
 	return st, nil
 }
 
-// findInput returns the input file given, else the one the job recorded if
-// it is a file, else the one run would have read for this output by default
-// if it exists, else "".
-func findInput(opts *StatusOptions, recorded string) (string, error) {
-	if opts.Input == "-" {
-		return "", usageErr("--input: status cannot count records on stdin; give the input file")
-	}
-	if opts.Input != "" {
-		if fi, err := os.Stat(opts.Input); err != nil {
-			return "", usageErr("--input: %v", unwrapPath(err))
-		} else if fi.IsDir() {
-			return "", usageErr("--input: %s is a directory, not a JSONL file", opts.Input)
-		}
-		return opts.Input, nil
-	}
-	if fi, err := os.Stat(recorded); recorded != "-" && err == nil && fi.Mode().IsRegular() {
-		return recorded, nil
-	}
-	if base, ok := strings.CutSuffix(opts.Output, ".out.jsonl"); ok {
-		if fi, err := os.Stat(base + ".jsonl"); err == nil && fi.Mode().IsRegular() {
-			return base + ".jsonl", nil
-		}
-	}
-	return "", nil
-}
-
 func (st *JobStatus) warn(format string, a ...any) {
 	st.Warnings = append(st.Warnings, fmt.Sprintf(format, a...))
 }
