@@ -22,8 +22,8 @@ func startMock(t *testing.T, key string) string {
 	return srv.URL
 }
 
-// comparable returns the options a command line stands for, without the process's streams and hooks.
-func comparable(o *RunOptions) RunOptions {
+// optionsOnly returns the options a command line stands for, without the process's streams and hooks.
+func optionsOnly(o *RunOptions) RunOptions {
 	c := *o
 	c.IO, c.Getenv, c.Stop = nil, nil, nil
 	return c
@@ -68,7 +68,7 @@ func TestStatusPrintsTheCommandThatResumes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the printed command %s: %v", st.Resume, err)
 	}
-	if g, w := comparable(got), comparable(want); !reflect.DeepEqual(g, w) {
+	if g, w := optionsOnly(got), optionsOnly(want); !reflect.DeepEqual(g, w) {
 		t.Errorf("the printed command\n  %s\nparses to  %+v\nthe run was %+v", st.Resume, g, w)
 	}
 	if code, _, stderr := execute(t, keyOnly, resume[1:]...); code != exitOK {
