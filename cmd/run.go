@@ -270,7 +270,7 @@ func validate(opts *RunOptions) error {
 	case opts.Progress != "auto" && opts.Progress != "on" && opts.Progress != "off":
 		return usageErr("--progress must be auto, on or off, not %q", opts.Progress)
 	}
-	if opts.Output == "" {
+	if opts.Output == "" { // mergeRun gives every input file a default
 		return usageErr("reading stdin: give the results file with -o")
 	}
 	return nil
