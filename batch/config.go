@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbatch/llmbatch/checkpoint"
 	"github.com/llmbatch/llmbatch/llm"
 )
 
@@ -35,6 +36,11 @@ type Config struct {
 
 	Price   func(model string) (Price, bool) // what a model costs; nil: costs are not counted
 	MaxCost float64                          // stop the run (a StopError) once answers cost this many dollars; 0: no budget
+
+	// RunSettings are how the run was made (provider, endpoint, limits...),
+	// recorded in a new checkpoint for `llmbatch status` and never compared:
+	// see checkpoint.RunPrefix. They must not hold a secret.
+	RunSettings map[string]string
 
 	RetryFailed  bool          // redo items recorded as failed
 	MaxLineBytes int           // longest input line accepted; default 64 MiB
@@ -88,8 +94,9 @@ func DefaultOutput(input string) string {
 	return strings.TrimSuffix(input, ".jsonl") + ".out.jsonl"
 }
 
-// settings are the answer-shaping settings recorded in the checkpoint: a
-// rerun with other values would mix answers of two different jobs.
+// settings are the answer-shaping settings recorded in the checkpoint (a
+// rerun with other values would mix answers of two different jobs), and the
+// run settings beside them.
 func (c *Config) settings() map[string]string {
 	s := map[string]string{"model": c.Model, "system": c.System, "template": c.Template}
 	s["max_tokens"], s["temperature"] = "", ""
@@ -98,6 +105,9 @@ func (c *Config) settings() map[string]string {
 	}
 	if c.Temperature != nil {
 		s["temperature"] = strconv.FormatFloat(*c.Temperature, 'g', -1, 64)
+	}
+	for k, v := range c.RunSettings {
+		s[checkpoint.RunPrefix+k] = v
 	}
 	return s
 }
