@@ -151,7 +151,7 @@ type BatchLineError struct {
 //     or 5xx response by its status and body, an error object (no
 //     response) as a server-side failure, Transient unless its words say
 //     otherwise (a spent quota), and an unusable body as Transient.
-func (l *BatchResultLine) Result() (*Response, error) {
+func (l BatchResultLine) Result() (*Response, error) {
 	switch r := l.Response; {
 	case r == nil && l.Error == nil:
 		return nil, &APIError{Kind: Transient, Message: "batch line has neither a response nor an error"}
