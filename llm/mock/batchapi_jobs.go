@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -142,15 +143,11 @@ func (h *Handler) cancelBatch(w http.ResponseWriter, r *http.Request) {
 // first, limit (1 to 100, default 20) at a time, after the batch named by
 // after.
 func (h *Handler) listBatches(w http.ResponseWriter, r *http.Request) {
-	limit := 20
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			h.badRequests.Add(1)
-			writeError(w, http.StatusBadRequest, invalid("limit", "Invalid limit %q: an integer from 1 to 100.", v))
-			return
-		}
-		limit = n
+	limit, err := strconv.Atoi(cmp.Or(r.URL.Query().Get("limit"), "20"))
+	if err != nil || limit < 1 || limit > 100 {
+		h.badRequests.Add(1)
+		writeError(w, http.StatusBadRequest, invalid("limit", "Invalid limit %q: an integer from 1 to 100.", r.URL.Query().Get("limit")))
+		return
 	}
 	s := &h.batches
 	s.mu.Lock()
