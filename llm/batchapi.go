@@ -33,6 +33,9 @@ import (
 // content is read afresh from offset 0 for each attempt, so a *os.File or a
 // *bytes.Reader may be given and nothing is copied into memory.
 //
+// Each attempt may take the client's Timeout plus a second per MiB of
+// content, so that a file of 200 MB gets through a slow uplink.
+//
 // A retried upload whose first answer was lost leaves an unused file at the
 // provider: harmless, since a file does nothing until a batch names it.
 func (c *Client) UploadFile(ctx context.Context, name string, content io.ReaderAt, size int64) (FileObject, error) {
@@ -46,7 +49,7 @@ func (c *Client) UploadFile(ctx context.Context, name string, content io.ReaderA
 	buf.Reset()
 	_ = mw.Close()
 	tail := buf.Bytes()
-	req := apiCall{method: http.MethodPost, path: "files", retry: true,
+	req := apiCall{method: http.MethodPost, path: "files", retry: true, extra: time.Duration(size>>20) * time.Second,
 		contentType: mw.FormDataContentType(), size: int64(len(head)) + size + int64(len(tail)),
 		body: func() io.Reader {
 			return io.MultiReader(bytes.NewReader(head), io.NewSectionReader(content, 0, size), bytes.NewReader(tail))
@@ -183,7 +186,8 @@ type apiCall struct {
 	body         func() io.Reader // a fresh body per attempt; nil for none
 	size         int64            // the body's length
 	contentType  string
-	retry        bool // may be sent again after a transient failure
+	retry        bool          // may be sent again after a transient failure
+	extra        time.Duration // added to the client's Timeout for each attempt
 }
 
 func jsonCall(method, path string, body []byte, retry bool) apiCall {
@@ -228,10 +232,10 @@ func (c *Client) retryWait(ctx context.Context, req apiCall, n int, err error) e
 	}
 }
 
-// exchange makes one attempt of req under the client's Timeout and returns
-// the 2xx body.
+// exchange makes one attempt of req under the client's Timeout (plus
+// req.extra) and returns the 2xx body.
 func (c *Client) exchange(ctx context.Context, req apiCall) ([]byte, error) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout+req.extra)
 	defer cancel()
 	res, err := c.http.Do(c.apiRequest(actx, req))
 	if err != nil {
