@@ -238,6 +238,30 @@ func TestBatchExpiry(t *testing.T) {
 	})
 }
 
+// With batch_unfinished=errors, the lines an expired batch did not finish
+// are in its error file as batch_expired, which reads as Transient.
+func TestBatchExpiryListsUnfinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 100
+		h := mock.New(mock.Config{Batch: mock.BatchConfig{Delay: time.Minute, LineTime: time.Minute, Expire: time.Hour, Unfinished: true}})
+		c := batchClient(t, h, true)
+		b, _ := poll(t, c, submit(t, c, input(t, n, nil), nil).ID, 5*time.Minute)
+		ok, all := map[string]llm.BatchResultLine{}, map[string]llm.BatchResultLine{}
+		results(t, c, b.OutputFileID, ok)
+		results(t, c, b.ErrorFileID, all)
+		if b.Status != llm.BatchExpired || len(ok) != 58 || len(all) != n-58 || b.RequestCounts != (llm.BatchCounts{Total: n, Completed: 58, Failed: n - 58}) {
+			t.Fatalf("expired batch %+v: %d output and %d error lines, want 58 and %d", b, len(ok), len(all), n-58)
+		}
+		for id, l := range all {
+			_, err := l.Result()
+			var ae *llm.APIError
+			if _, dup := ok[id]; dup || !errors.As(err, &ae) || ae.Kind != llm.Transient || ae.Code != "batch_expired" {
+				t.Errorf("unfinished line %s: Result() = %v (in the output too: %v), want a Transient batch_expired", id, err, dup)
+			}
+		}
+	})
+}
+
 func TestBatchCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 100

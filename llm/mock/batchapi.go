@@ -19,7 +19,7 @@ import (
 // after its creation is expired at that instant, keeping the lines
 // finished by then; a cancelled one is cancelling for Delay, then
 // cancelled, keeping the lines finished when the cancel came. The lines
-// not kept appear in neither file.
+// not kept appear in neither file, unless Unfinished.
 type BatchConfig struct {
 	Delay       time.Duration // each of validating, finalizing and cancelling, and the least of in_progress; default 1s
 	LineTime    time.Duration // in_progress time per request line; default 0
@@ -27,6 +27,11 @@ type BatchConfig struct {
 	Expire      time.Duration // a batch not completed this long after its creation expires; default 24h
 	MaxRequests int           // request lines per input file; default 50,000
 	MaxBytes    int64         // bytes per input file; default 200 MiB
+	// Unfinished puts the lines an expired or cancelled batch did not
+	// finish into its error file, as error objects with the code
+	// "batch_expired" or "batch_cancelled" (counted as failed), as OpenAI
+	// documents, instead of leaving them out of both files.
+	Unfinished bool
 }
 
 // The defaults of [BatchConfig], OpenAI's limits among them.
@@ -56,7 +61,7 @@ func (c BatchConfig) withDefaults() BatchConfig {
 }
 
 // batchOptionKeys lists the keys of [BatchConfig] that ParseOptions knows.
-const batchOptionKeys = "batch_delay, batch_line, batch_fail, batch_expire, batch_max_requests, batch_max_bytes"
+const batchOptionKeys = "batch_delay, batch_line, batch_fail, batch_expire, batch_max_requests, batch_max_bytes, batch_unfinished"
 
 // set sets the field named by key from val and reports whether key is one
 // of batchOptionKeys.
@@ -77,6 +82,15 @@ func (c *BatchConfig) set(key, val string) (bool, error) {
 		c.MaxBytes, err = strconv.ParseInt(val, 10, 64)
 		if err != nil || c.MaxBytes < 0 {
 			err = badValue(key, val, "a number of bytes >= 0")
+		}
+	case "batch_unfinished":
+		switch val {
+		case "omit":
+			c.Unfinished = false
+		case "errors":
+			c.Unfinished = true
+		default:
+			err = badValue(key, val, "omit or errors")
 		}
 	default:
 		return false, nil

@@ -71,6 +71,11 @@ func newJob(n int, obj llm.Batch, lines []fileLine, cfg BatchConfig, seed uint64
 	return j
 }
 
+var unfinishedMessages = map[string]string{
+	"batch_expired":   "This request could not be executed before the completion window expired.",
+	"batch_cancelled": "This request was not executed: the batch was cancelled.",
+}
+
 var faultStatuses = []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}
 
 // maxInvalid bounds the validation errors a failed batch lists.
@@ -146,7 +151,7 @@ func (j *batchJob) state(t time.Time) (llm.BatchStatus, int) {
 func (s *batchStore) view(h *Handler, j *batchJob, t time.Time) llm.Batch {
 	status, done := j.state(t)
 	if status.Done() && !j.written {
-		s.writeOutput(h, j, done)
+		s.writeOutput(h, j, status, done)
 	}
 	b := j.obj
 	b.Status = status
@@ -172,19 +177,45 @@ func (s *batchStore) view(h *Handler, j *batchJob, t time.Time) llm.Batch {
 	if status == llm.BatchFailed {
 		b.Errors = &llm.BatchErrors{Object: "list", Data: j.invalid}
 	}
-	if b.InProgressAt != 0 {
+	if unfinished := unfinishedCode(j, status) != ""; b.InProgressAt != 0 || unfinished {
 		b.RequestCounts.Total = len(j.lines)
 		b.RequestCounts.Failed = int(j.failures[done])
 		b.RequestCounts.Completed = done - b.RequestCounts.Failed
+		if unfinished {
+			b.RequestCounts.Failed += len(j.lines) - done
+		}
 	}
 	return b
 }
 
+// unfinishedCode returns the error code of the lines j did not finish, in
+// status, when they go to its error file; "" when they go nowhere.
+func unfinishedCode(j *batchJob, status llm.BatchStatus) string {
+	switch {
+	case !j.cfg.Unfinished:
+		return ""
+	case status == llm.BatchExpired:
+		return "batch_expired"
+	case status == llm.BatchCancelled:
+		return "batch_cancelled"
+	}
+	return ""
+}
+
 // writeOutput writes the first done lines of j, answered, into an output
-// file (successes) and an error file (the rest), each made only when it
-// has a line. The caller holds s.mu.
-func (s *batchStore) writeOutput(h *Handler, j *batchJob, done int) {
+// file (successes) and an error file (the rest, and with
+// [BatchConfig.Unfinished] the lines not done), each made only when it has
+// a line. The caller holds s.mu.
+func (s *batchStore) writeOutput(h *Handler, j *batchJob, status llm.BatchStatus, done int) {
 	var out, errs []byte
+	if code := unfinishedCode(j, status); code != "" {
+		for k, l := range j.lines[done:] {
+			b, _ := json.Marshal(llm.BatchResultLine{ID: "batch_req_mock_" + strconv.Itoa(j.n) + "_" + strconv.Itoa(done+k+1),
+				CustomID: l.customID, Error: &llm.BatchLineError{Code: code, Message: unfinishedMessages[code]}})
+			errs = append(append(errs, b...), '\n')
+		}
+		s.stats.Lines += int64(len(j.lines) - done)
+	}
 	for k, l := range j.lines[:done] {
 		line := h.answerLine(j, k, l)
 		b, err := json.Marshal(line)
