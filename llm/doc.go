@@ -2,5 +2,5 @@
 // wire types, the client with its retry loop, error classes, backoff, the
 // shared rate limiter and the prompt token estimate, and the client side of
 // the same endpoint's Files and Batch APIs (batchapi.go). It knows nothing
-// of items, files or the pipeline.
+// of items, the user's files or the pipeline.
 package llm
