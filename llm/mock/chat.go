@@ -67,8 +67,13 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (*llm.ChatRequest, in
 	if status, bad := readBody(w, r, buf); status != 0 {
 		return nil, status, bad
 	}
-	req := new(llm.ChatRequest) // Unmarshal copies what it keeps, so buf may be reused
-	if err := json.Unmarshal(buf.Bytes(), req); err != nil {
+	return parseChat(buf.Bytes()) // Unmarshal copies what it keeps, so buf may be reused
+}
+
+// parseChat decodes and checks a chat request body, online or a batch line's.
+func parseChat(body []byte) (*llm.ChatRequest, int, apiError) {
+	req := new(llm.ChatRequest)
+	if err := json.Unmarshal(body, req); err != nil {
 		return nil, http.StatusBadRequest, apiError{
 			Message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
 			Type:    "invalid_request_error",

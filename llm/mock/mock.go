@@ -33,6 +33,7 @@ type Config struct {
 	// one per Window, as OpenAI's limits do, instead of fixed windows;
 	// x-ratelimit-reset-* then says when a bucket will be full again.
 	Bucket bool
+	Batch  BatchConfig // the Files and Batch APIs (batchapi.go)
 }
 
 // DefaultModel is the model name answered when neither the request nor
@@ -79,6 +80,7 @@ type Stats struct {
 //
 //	POST /v1/chat/completions (and /chat/completions)
 //	GET  /v1/models (and /models)
+//	the Files and Batch APIs: /v1/files and /v1/batches (see [BatchConfig])
 //
 // and answers anything else with a 404 in OpenAI's error format. Handler is
 // safe for concurrent use by multiple goroutines and starts none of its own.
@@ -128,6 +130,8 @@ type Handler struct {
 	requests, ok, rateLimited, failed, unauthorized atomic.Int64
 	quotaSpent, badRequests                         atomic.Int64
 	promptTokens, completionTokens                  atomic.Int64
+
+	batches batchStore // the Files and Batch APIs' files and batches
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -184,6 +188,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.models(w)
 	default:
+		if h.serveBatchAPI(w, r) {
+			return
+		}
 		h.badRequests.Add(1)
 		writeError(w, http.StatusNotFound, apiError{
 			Message: "Unknown request URL: " + r.Method + " " + r.URL.Path + ".",

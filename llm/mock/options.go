@@ -92,7 +92,10 @@ func (c *Config) set(key, val string) error {
 	case "key":
 		c.APIKey = val
 	default:
-		return fmt.Errorf("mock: unknown option %q: want one of %s", key, optionKeys)
+		if ok, err := c.Batch.set(key, val); ok {
+			return err
+		}
+		return fmt.Errorf("mock: unknown option %q: want one of %s, %s", key, optionKeys, batchOptionKeys)
 	}
 	return err
 }
