@@ -1,0 +1,361 @@
+package llm
+
+import (
+	"cmp"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The readers of rate-limit header styles, in the order parseLimits weighs
+// them (see the top of hints.go). Each reads what its style says of
+// requests and tokens and leaves the rest empty. Header names are matched
+// as net/http canonicalizes them, so their case does not matter; nor does
+// the case of structured-field keys and units.
+var styles = []func(h http.Header, serverNow time.Time) serverLimits{
+	readOpenAI, readAnthropic, readIETF, readKong, readDraft, readXRateLimit,
+}
+
+// readOpenAI reads x-ratelimit-{limit,remaining,reset}-{requests,tokens}.
+// OpenAI's reset is "the time until the rate limit resets to its initial
+// state": the bucket is full then.
+func readOpenAI(h http.Header, serverNow time.Time) serverLimits {
+	dim := func(what string) limitInfo {
+		return named(h, "x-ratelimit-limit-"+what, "x-ratelimit-remaining-"+what, "x-ratelimit-reset-"+what,
+			"openai", resetFull, serverNow)
+	}
+	return serverLimits{Requests: dim("requests"), Tokens: dim("tokens")}
+}
+
+// readAnthropic reads anthropic-ratelimit-*, whose resets are RFC 3339
+// times when the bucket is "fully replenished". Of tokens it takes the
+// most restrictive figure (tokens-*), else input-tokens-*.
+func readAnthropic(h http.Header, serverNow time.Time) serverLimits {
+	dim := func(what string) limitInfo {
+		p := "anthropic-ratelimit-" + what
+		return named(h, p+"-limit", p+"-remaining", p+"-reset", "anthropic", resetFull, serverNow)
+	}
+	return serverLimits{Requests: dim("requests"), Tokens: cmp.Or(dim("tokens"), dim("input-tokens"))}
+}
+
+// named reads a limit, what is left and the reset from three headers.
+func named(h http.Header, limit, left, reset, from string, kind resetKind, serverNow time.Time) limitInfo {
+	l := limitInfo{From: from, Kind: kind}
+	l.Limit, _ = parseCount(h.Get(limit))
+	l.Remaining, l.Told = parseCount(h.Get(left))
+	l.Reset, _ = parseReset(h.Get(reset), serverNow)
+	return clamp(l)
+}
+
+// readIETF reads the current IETF draft: RateLimit-Policy: "p";q=100;w=60
+// (q the quota, w the window in seconds, qu the unit) and RateLimit:
+// "p";r=50;t=30 (r left, t seconds to reset), each a list with one item per
+// policy, matched by name. A policy's unit decides its dimension (see
+// unitOf); within each, the policy that binds is kept.
+func readIETF(h http.Header, serverNow time.Time) serverLimits {
+	policies := parseSF(field(h, "RateLimit-Policy"))
+	byName := map[string]sfMember{}
+	for _, p := range slices.Backward(policies) {
+		byName[p.value] = p // the first of a name wins
+	}
+	var dims [dimensions][]limitInfo
+	seen := map[string]bool{}
+	for _, it := range parseSF(field(h, "RateLimit")) {
+		if it.key != "" { // the draft-07 dictionary: readDraft's
+			continue
+		}
+		p, ok := byName[it.value]
+		if !ok {
+			p = it // its name may still tell its unit
+		}
+		seen[it.value] = ok
+		l := policyInfo(p, ok)
+		l.Remaining, l.Told = parseCount(it.params["r"])
+		l.Reset, _ = parseReset(it.params["t"], serverNow)
+		if d := unitOf(p); d >= 0 {
+			dims[d] = append(dims[d], clamp(l))
+		}
+	}
+	for _, p := range policies {
+		if d := unitOf(p); d >= 0 && !seen[p.value] {
+			dims[d] = append(dims[d], clamp(policyInfo(p, true)))
+		}
+	}
+	return serverLimits{Requests: binding(dims[requestsDim]), Tokens: binding(dims[tokensDim]),
+		Concurrent: binding(dims[concurrentDim])}
+}
+
+// policyInfo reads a policy's quota and window, when it is one.
+func policyInfo(p sfMember, ok bool) limitInfo {
+	l := limitInfo{From: "ietf"}
+	if ok {
+		q, told := p.params["q"]
+		if !told {
+			q = p.value // the drafts before 08: RateLimit-Policy: 100;w=60
+		}
+		l.Limit, _ = parseCount(q)
+		l.Window, _ = parseSeconds(p.params["w"], time.Second)
+	}
+	return l
+}
+
+// The dimensions a limit may count in.
+const (
+	requestsDim = iota
+	tokensDim
+	concurrentDim
+	dimensions
+)
+
+// unitOf tells what an IETF policy counts, from its qu: "requests" and
+// units not known are requests; "concurrent-requests" a cap on those in
+// flight; "content-bytes" is not read (-1). Tokens are no standard unit,
+// but gateways that count them say so: a unit that names tokens ("tokens",
+// "input-tokens"), or, with no unit, a policy named so ("tokens", "tpm").
+func unitOf(p sfMember) int {
+	qu, name := strings.ToLower(p.params["qu"]), strings.ToLower(p.value)
+	switch {
+	case strings.Contains(qu, "token"):
+		return tokensDim
+	case qu == "concurrent-requests":
+		return concurrentDim
+	case qu == "content-bytes":
+		return -1
+	case qu == "" && (strings.Contains(name, "token") || name == "tpm" || name == "tpd"):
+		return tokensDim
+	}
+	return requestsDim
+}
+
+// kongWindows are the windows of Kong's rate-limiting plugin, fixed and
+// aligned to the clock (UTC).
+var kongWindows = []struct {
+	name   string
+	length time.Duration
+}{
+	{"Second", time.Second}, {"Minute", time.Minute}, {"Hour", time.Hour}, {"Day", 24 * time.Hour},
+	{"Month", 31 * 24 * time.Hour}, {"Year", 366 * 24 * time.Hour},
+}
+
+// readKong reads Kong's X-RateLimit-{Limit,Remaining}-{Second,...} for
+// requests and X-RateLimitBySize-* (Mistral's, for tokens).
+func readKong(h http.Header, serverNow time.Time) serverLimits {
+	return serverLimits{Requests: kong(h, "X-RateLimit", "RateLimit", serverNow),
+		Tokens: kong(h, "X-RateLimitBySize", "RateLimitBySize", serverNow)}
+}
+
+// kong reads the windows named prefix-Limit-Second and so on, and keeps
+// the one that binds. Kong tells the reset of only the window it found
+// tightest, in draft-Reset beside its limit and what is left of it; the
+// others end at their next clock boundary.
+func kong(h http.Header, prefix, draft string, serverNow time.Time) limitInfo {
+	var ws []limitInfo
+	for _, w := range kongWindows {
+		l := limitInfo{From: "kong", Kind: resetWindow, Window: w.length, Reset: windowEnd(serverNow, w.name, w.length)}
+		l.Limit, _ = parseCount(h.Get(prefix + "-Limit-" + w.name))
+		l.Remaining, l.Told = parseCount(h.Get(prefix + "-Remaining-" + w.name))
+		if l.Limit > 0 || l.Told {
+			ws = append(ws, clamp(l))
+		}
+	}
+	limit, _ := parseCount(h.Get(draft + "-Limit"))
+	left, told := parseCount(h.Get(draft + "-Remaining"))
+	if reset, ok := parseReset(h.Get(draft+"-Reset"), serverNow); ok && told {
+		for i, w := range ws {
+			if w.Told && w.Remaining == left && (limit == 0 || w.Limit == limit) {
+				ws[i].Reset = reset
+				break
+			}
+		}
+	}
+	return binding(ws)
+}
+
+// windowEnd is the time from now to the end of the clock-aligned window.
+func windowEnd(now time.Time, name string, length time.Duration) time.Duration {
+	now = now.UTC()
+	end := now.Truncate(length).Add(length)
+	switch name {
+	case "Month":
+		end = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+	case "Year":
+		end = time.Date(now.Year()+1, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return end.Sub(now)
+}
+
+// readDraft reads the older drafts: RateLimit-Limit ("100", or "100,
+// 100;w=60" with the window), RateLimit-Remaining and RateLimit-Reset
+// (delta seconds), the window also from RateLimit-Policy ("100;w=60");
+// draft-07's RateLimit: limit=100, remaining=50, reset=30; and Mistral's
+// RateLimitBySize-* for tokens.
+func readDraft(h http.Header, serverNow time.Time) serverLimits {
+	policies := parseSF(field(h, "RateLimit-Policy"))
+	req := triple(h.Get("RateLimit-Limit"), h.Get("RateLimit-Remaining"), h.Get("RateLimit-Reset"), policies, "ratelimit", serverNow)
+	if !req.known() {
+		d := map[string]string{}
+		for _, m := range parseSF(field(h, "RateLimit")) {
+			if _, dup := d[m.key]; m.key != "" && !dup {
+				d[m.key] = m.value
+			}
+		}
+		req = triple(d["limit"], d["remaining"], d["reset"], policies, "ratelimit", serverNow)
+	}
+	tok := triple(h.Get("RateLimitBySize-Limit"), h.Get("RateLimitBySize-Remaining"), h.Get("RateLimitBySize-Reset"), nil, "ratelimit", serverNow)
+	return serverLimits{Requests: req, Tokens: tok}
+}
+
+// readXRateLimit reads X-RateLimit-{Limit,Remaining,Reset} (GitHub,
+// OpenRouter, Envoy's "10, 10;w=60") or else X-Rate-Limit-*. Their reset
+// is a delta or a Unix time, told apart by size (see parseReset).
+func readXRateLimit(h http.Header, serverNow time.Time) serverLimits {
+	l := triple(h.Get("X-RateLimit-Limit"), h.Get("X-RateLimit-Remaining"), h.Get("X-RateLimit-Reset"), nil, "x-ratelimit", serverNow)
+	if !l.known() {
+		l = triple(h.Get("X-Rate-Limit-Limit"), h.Get("X-Rate-Limit-Remaining"), h.Get("X-Rate-Limit-Reset"), nil, "x-ratelimit", serverNow)
+	}
+	return serverLimits{Requests: l}
+}
+
+// triple reads a limit list, what is left and a reset. The first item of
+// the limit list is the limit; the window is the w of an item (or of a
+// policy) with the same quota.
+func triple(limit, left, reset string, policies []sfMember, from string, serverNow time.Time) limitInfo {
+	l := limitInfo{From: from}
+	if ls := parseSF(limit); len(ls) > 0 {
+		l.Limit, _ = parseCount(ls[0].value)
+		for _, m := range append(ls, policies...) {
+			if w, ok := parseSeconds(m.params["w"], time.Second); ok && m.value == ls[0].value {
+				l.Window = w
+				break
+			}
+		}
+	}
+	if rs := parseSF(left); len(rs) > 0 {
+		l.Remaining, l.Told = parseCount(rs[0].value)
+	}
+	l.Reset, _ = parseReset(reset, serverNow)
+	return clamp(l)
+}
+
+// clamp cuts what is left to the limit, and returns the zero limitInfo for
+// one that tells nothing.
+func clamp(l limitInfo) limitInfo {
+	if !l.known() {
+		return limitInfo{}
+	}
+	if l.Told && l.Limit > 0 {
+		l.Remaining = min(l.Remaining, l.Limit)
+	}
+	return l
+}
+
+// binding returns the one of ls that binds. Of those that tell what is
+// left, it is the one with the least left per second until it resets (of
+// those spent, the one that resets last); else the one with the least
+// quota per second of its window; else the first.
+func binding(ls []limitInfo) limitInfo {
+	told := slices.ContainsFunc(ls, func(l limitInfo) bool { return l.Told })
+	var best limitInfo
+	least := math.Inf(1)
+	for _, l := range ls {
+		if told && !l.Told {
+			continue
+		}
+		r := room(l)
+		if !best.known() || r < least || (r == least && l.Reset > best.Reset) {
+			best, least = l, r
+		}
+	}
+	return best
+}
+
+// room is how much l leaves per second.
+func room(l limitInfo) float64 {
+	switch {
+	case l.Told:
+		return float64(l.Remaining) / cmp.Or(l.Reset, l.Window, time.Second).Seconds()
+	case l.Limit > 0 && l.Window > 0:
+		return float64(l.Limit) / l.Window.Seconds()
+	}
+	return math.Inf(1)
+}
+
+// sfMember is a member of a structured-field list or dictionary (RFC
+// 9651): a bare item with parameters, or a dictionary key and its value.
+type sfMember struct {
+	key    string            // the dictionary key, lower case; "" in a list
+	value  string            // the bare item, unquoted
+	params map[string]string // the parameters by lower-case key; "?1" for a key alone
+}
+
+// A field longer than maxField, or members past maxMembers, are not read:
+// no server tells that much.
+const (
+	maxField   = 8 << 10
+	maxMembers = 32
+)
+
+// field returns the lines of the header field name joined into one list.
+func field(h http.Header, name string) string { return strings.Join(h.Values(name), ",") }
+
+// parseSF reads v as a list (or a dictionary) of items with parameters,
+// leniently: white space anywhere between tokens, tokens or strings as
+// names, parameters of any type read as text. Inner lists are skipped.
+func parseSF(v string) []sfMember {
+	if len(v) > maxField {
+		v = v[:maxField]
+	}
+	var ms []sfMember
+	for _, part := range splitOutside(v, ',', maxMembers) {
+		fields := splitOutside(part, ';', maxMembers)
+		head := strings.TrimSpace(fields[0])
+		if head == "" || head[0] == '(' {
+			continue
+		}
+		m := sfMember{params: map[string]string{}}
+		if k, val, ok := strings.Cut(head, "="); ok && head[0] != '"' {
+			m.key, head = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(val)
+		}
+		m.value = unquote(head)
+		for _, p := range fields[1:] {
+			k, val, ok := strings.Cut(p, "=")
+			if !ok {
+				val = "?1"
+			}
+			m.params[strings.ToLower(strings.TrimSpace(k))] = unquote(strings.TrimSpace(val))
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// splitOutside splits s at sep outside double quotes, into at most n parts.
+func splitOutside(s string, sep byte, n int) []string {
+	var parts []string
+	quoted, start := false, 0
+	for i := 0; i < len(s) && len(parts) < n-1; i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted:
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == sep && !quoted:
+			parts, start = append(parts, s[start:i]), i+1
+		}
+	}
+	return append(parts, s[min(start, len(s)):])
+}
+
+// unquote returns the value of a string ("a \"b\"") or s as it is.
+func unquote(s string) string {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return s
+	}
+	if u, err := strconv.Unquote(s); err == nil {
+		return u
+	}
+	return s[1 : len(s)-1]
+}
