@@ -219,9 +219,13 @@ func parseSecondsOrDate(v string, serverNow time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// until is the time from serverNow to t, when it is positive and
+// believable; else 0.
 func until(t, serverNow time.Time) (time.Duration, bool) {
-	d := t.Sub(serverNow)
-	return d, d > 0 && d <= maxHint*time.Second
+	if d := t.Sub(serverNow); d > 0 && d <= maxHint*time.Second {
+		return d, true
+	}
+	return 0, false
 }
 
 // parseReset reads a reset: a Go-style duration ("1s", "6m0s", "20ms",

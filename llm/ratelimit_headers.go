@@ -131,13 +131,14 @@ func unitOf(p sfMember) int {
 }
 
 // kongWindows are the windows of Kong's rate-limiting plugin, fixed and
-// aligned to the clock (UTC).
+// aligned to the clock (UTC). Its Year is a quota longer than maxHint, not
+// a pace, and is not read.
 var kongWindows = []struct {
 	name   string
 	length time.Duration
 }{
 	{"Second", time.Second}, {"Minute", time.Minute}, {"Hour", time.Hour}, {"Day", 24 * time.Hour},
-	{"Month", 31 * 24 * time.Hour}, {"Year", 366 * 24 * time.Hour},
+	{"Month", 31 * 24 * time.Hour},
 }
 
 // readKong reads Kong's X-RateLimit-{Limit,Remaining}-{Second,...} for
@@ -178,11 +179,8 @@ func kong(h http.Header, prefix, draft string, serverNow time.Time) limitInfo {
 func windowEnd(now time.Time, name string, length time.Duration) time.Duration {
 	now = now.UTC()
 	end := now.Truncate(length).Add(length)
-	switch name {
-	case "Month":
+	if name == "Month" {
 		end = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
-	case "Year":
-		end = time.Date(now.Year()+1, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	return end.Sub(now)
 }
