@@ -97,51 +97,39 @@ const (
 // the response arrived: every duration counts from it.
 func parseLimits(h http.Header, body []byte, now time.Time) serverLimits {
 	serverNow := now
-	if d, err := http.ParseTime(h.Get("Date")); err == nil {
+	if d, err := http.ParseTime(get(h, "Date")); err == nil {
 		serverNow = d
 	}
 	s := serverLimits{BodyRetryAfter: bodyHint(body)}
 	s.RetryAfter, s.RetryFrom = headerHint(h, serverNow)
-	var reqs, toks []limitInfo
 	for _, read := range styles {
 		r := read(h, serverNow)
-		reqs, toks = append(reqs, r.Requests), append(toks, r.Tokens)
-		if r.Concurrent.known() && !s.Concurrent.known() {
-			s.Concurrent = r.Concurrent
-		}
+		s.Requests = better(s.Requests, r.Requests)
+		s.Tokens = better(s.Tokens, r.Tokens)
+		s.Concurrent = better(s.Concurrent, r.Concurrent)
 	}
-	s.Requests, s.Tokens = first(reqs), first(toks)
 	return s
 }
 
-// first returns the first of ls that tells what is left, else the first
-// that tells anything.
-func first(ls []limitInfo) limitInfo {
-	for _, l := range ls {
-		if l.Told {
-			return l
-		}
+// better returns a, from a style weighed first, unless b tells what is left
+// and a does not, or a tells nothing.
+func better(a, b limitInfo) limitInfo {
+	if a.Told || (!b.Told && a.known()) {
+		return a
 	}
-	for _, l := range ls {
-		if l.known() {
-			return l
-		}
-	}
-	return limitInfo{}
+	return b
 }
 
 // headerHint reads the request's own hint: retry-after-ms, X-Retry-In,
 // then Retry-After.
 func headerHint(h http.Header, serverNow time.Time) (time.Duration, string) {
-	if d, ok := parseSeconds(h.Get("retry-after-ms"), time.Millisecond); ok {
+	if d, ok := parseSeconds(get(h, "Retry-After-Ms"), time.Millisecond); ok {
 		return d, "retry-after-ms"
 	}
-	if d, err := time.ParseDuration(strings.TrimSpace(h.Get("X-Retry-In"))); err == nil {
-		if d, ok := hint(d.Seconds(), time.Second); ok {
-			return d, "x-retry-in"
-		}
+	if d, ok := parseDuration(get(h, "X-Retry-In")); ok {
+		return d, "x-retry-in"
 	}
-	if d, ok := parseSecondsOrDate(h.Get("Retry-After"), serverNow); ok {
+	if d, ok := parseSecondsOrDate(get(h, "Retry-After"), serverNow); ok {
 		return d, "retry-after"
 	}
 	return 0, ""
@@ -193,6 +181,9 @@ func (s serverLimits) resetHint() time.Duration {
 // parseSeconds reads v as a positive number of units ("1.5" seconds,
 // "250" ms).
 func parseSeconds(v string, unit time.Duration) (time.Duration, bool) {
+	if v == "" { // most fields are absent: no error to allocate
+		return 0, false
+	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil {
 		return 0, false
@@ -209,7 +200,9 @@ func hint(f float64, unit time.Duration) (time.Duration, bool) {
 }
 
 func parseSecondsOrDate(v string, serverNow time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
+	if v = strings.TrimSpace(v); v == "" {
+		return 0, false
+	}
 	if d, ok := parseSeconds(v, time.Second); ok {
 		return d, true
 	}
@@ -221,21 +214,18 @@ func parseSecondsOrDate(v string, serverNow time.Time) (time.Duration, bool) {
 
 // until is the time from serverNow to t, when it is positive and
 // believable; else 0.
-func until(t, serverNow time.Time) (time.Duration, bool) {
-	if d := t.Sub(serverNow); d > 0 && d <= maxHint*time.Second {
-		return d, true
-	}
-	return 0, false
-}
+func until(t, serverNow time.Time) (time.Duration, bool) { return believable(t.Sub(serverNow)) }
 
 // parseReset reads a reset: a Go-style duration ("1s", "6m0s", "20ms",
 // "1m30.5s"), plain seconds, a Unix time in seconds (from 10^9) or
 // milliseconds (from 10^12), an RFC 3339 time or an HTTP-date. Seconds from maxHint to
 // 10^9 fit neither and are not told.
 func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
+	if v = strings.TrimSpace(v); v == "" {
+		return 0, false
+	}
 	if d, err := time.ParseDuration(v); err == nil {
-		return hint(d.Seconds(), time.Second)
+		return believable(d)
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
 		switch {
@@ -255,8 +245,32 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// parseDuration reads a Go duration ("1.5s", "3m0s") when it is positive
+// and believable.
+func parseDuration(v string) (time.Duration, bool) {
+	if v = strings.TrimSpace(v); v == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, false
+	}
+	return believable(d)
+}
+
+// believable returns d when it is positive and at most maxHint.
+func believable(d time.Duration) (time.Duration, bool) {
+	if d <= 0 || d > maxHint*time.Second {
+		return 0, false
+	}
+	return d, true
+}
+
 // parseCount reads a count: a whole number from 0 to maxCount.
 func parseCount(v string) (int, bool) {
+	if v == "" {
+		return 0, false
+	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n < 0 || n > maxCount {
 		return 0, false

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"net/http"
+	"net/textproto"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,34 +20,53 @@ var styles = []func(h http.Header, serverNow time.Time) serverLimits{
 	readOpenAI, readAnthropic, readIETF, readKong, readDraft, readXRateLimit,
 }
 
+// fields names the header fields of a limit, what is left and the reset,
+// as net/http has them: canonical, so that looking them up costs nothing.
+type fields struct{ limit, left, reset string }
+
+// fieldsOf returns the fields prefix{limit,remaining,reset}suffix.
+func fieldsOf(prefix, suffix string) fields {
+	c := textproto.CanonicalMIMEHeaderKey
+	return fields{c(prefix + "limit" + suffix), c(prefix + "remaining" + suffix), c(prefix + "reset" + suffix)}
+}
+
+var (
+	openAIRequests  = fieldsOf("x-ratelimit-", "-requests")
+	openAITokens    = fieldsOf("x-ratelimit-", "-tokens")
+	anthropicReqs   = fieldsOf("anthropic-ratelimit-requests-", "")
+	anthropicToks   = fieldsOf("anthropic-ratelimit-tokens-", "")
+	anthropicInput  = fieldsOf("anthropic-ratelimit-input-tokens-", "")
+	draftFields     = fieldsOf("ratelimit-", "")
+	bySizeFields    = fieldsOf("ratelimitbysize-", "")
+	xRateLimit      = fieldsOf("x-ratelimit-", "")
+	xRateLimitAlt   = fieldsOf("x-rate-limit-", "")
+	rateLimitField  = textproto.CanonicalMIMEHeaderKey("RateLimit")
+	rateLimitPolicy = textproto.CanonicalMIMEHeaderKey("RateLimit-Policy")
+)
+
 // readOpenAI reads x-ratelimit-{limit,remaining,reset}-{requests,tokens}.
 // OpenAI's reset is "the time until the rate limit resets to its initial
 // state": the bucket is full then.
 func readOpenAI(h http.Header, serverNow time.Time) serverLimits {
-	dim := func(what string) limitInfo {
-		return named(h, "x-ratelimit-limit-"+what, "x-ratelimit-remaining-"+what, "x-ratelimit-reset-"+what,
-			"openai", resetFull, serverNow)
-	}
-	return serverLimits{Requests: dim("requests"), Tokens: dim("tokens")}
+	return serverLimits{Requests: named(h, openAIRequests, "openai", resetFull, serverNow),
+		Tokens: named(h, openAITokens, "openai", resetFull, serverNow)}
 }
 
 // readAnthropic reads anthropic-ratelimit-*, whose resets are RFC 3339
 // times when the bucket is "fully replenished". Of tokens it takes the
 // most restrictive figure (tokens-*), else input-tokens-*.
 func readAnthropic(h http.Header, serverNow time.Time) serverLimits {
-	dim := func(what string) limitInfo {
-		p := "anthropic-ratelimit-" + what
-		return named(h, p+"-limit", p+"-remaining", p+"-reset", "anthropic", resetFull, serverNow)
-	}
-	return serverLimits{Requests: dim("requests"), Tokens: cmp.Or(dim("tokens"), dim("input-tokens"))}
+	return serverLimits{Requests: named(h, anthropicReqs, "anthropic", resetFull, serverNow),
+		Tokens: cmp.Or(named(h, anthropicToks, "anthropic", resetFull, serverNow),
+			named(h, anthropicInput, "anthropic", resetFull, serverNow))}
 }
 
-// named reads a limit, what is left and the reset from three headers.
-func named(h http.Header, limit, left, reset, from string, kind resetKind, serverNow time.Time) limitInfo {
+// named reads a limit, what is left and the reset from three fields.
+func named(h http.Header, f fields, from string, kind resetKind, serverNow time.Time) limitInfo {
 	l := limitInfo{From: from, Kind: kind}
-	l.Limit, _ = parseCount(h.Get(limit))
-	l.Remaining, l.Told = parseCount(h.Get(left))
-	l.Reset, _ = parseReset(h.Get(reset), serverNow)
+	l.Limit, _ = parseCount(get(h, f.limit))
+	l.Remaining, l.Told = parseCount(get(h, f.left))
+	l.Reset, _ = parseReset(get(h, f.reset), serverNow)
 	return clamp(l)
 }
 
@@ -56,14 +76,14 @@ func named(h http.Header, limit, left, reset, from string, kind resetKind, serve
 // policy, matched by name. A policy's unit decides its dimension (see
 // unitOf); within each, the policy that binds is kept.
 func readIETF(h http.Header, serverNow time.Time) serverLimits {
-	policies := parseSF(field(h, "RateLimit-Policy"))
+	policies := parseSF(field(h, rateLimitPolicy))
 	byName := map[string]sfMember{}
 	for _, p := range slices.Backward(policies) {
 		byName[p.value] = p // the first of a name wins
 	}
 	var dims [dimensions][]limitInfo
 	seen := map[string]bool{}
-	for _, it := range parseSF(field(h, "RateLimit")) {
+	for _, it := range parseSF(field(h, rateLimitField)) {
 		if it.key != "" { // the draft-07 dictionary: readDraft's
 			continue
 		}
@@ -130,41 +150,61 @@ func unitOf(p sfMember) int {
 	return requestsDim
 }
 
-// kongWindows are the windows of Kong's rate-limiting plugin, fixed and
-// aligned to the clock (UTC). Its Year is a quota longer than maxHint, not
-// a pace, and is not read.
-var kongWindows = []struct {
-	name   string
-	length time.Duration
-}{
-	{"Second", time.Second}, {"Minute", time.Minute}, {"Hour", time.Hour}, {"Day", 24 * time.Hour},
-	{"Month", 31 * 24 * time.Hour},
+// kongWindow is a window of Kong's rate-limiting plugin, fixed and aligned
+// to the clock (UTC), with its fields for requests and (Mistral's
+// X-RateLimitBySize-*) tokens.
+type kongWindow struct {
+	name     string
+	length   time.Duration
+	req, tok fields
 }
+
+// kongWindows are Kong's windows. Its Year is a quota longer than maxHint,
+// not a pace, and is not read.
+var kongWindows = func() []kongWindow {
+	var ws []kongWindow
+	for _, w := range []kongWindow{{name: "second", length: time.Second}, {name: "minute", length: time.Minute},
+		{name: "hour", length: time.Hour}, {name: "day", length: 24 * time.Hour}, {name: "month", length: 31 * 24 * time.Hour}} {
+		w.req, w.tok = fieldsOf("x-ratelimit-", "-"+w.name), fieldsOf("x-ratelimitbysize-", "-"+w.name)
+		ws = append(ws, w)
+	}
+	return ws
+}()
 
 // readKong reads Kong's X-RateLimit-{Limit,Remaining}-{Second,...} for
-// requests and X-RateLimitBySize-* (Mistral's, for tokens).
+// requests and X-RateLimitBySize-* (Mistral's) for tokens.
 func readKong(h http.Header, serverNow time.Time) serverLimits {
-	return serverLimits{Requests: kong(h, "X-RateLimit", "RateLimit", serverNow),
-		Tokens: kong(h, "X-RateLimitBySize", "RateLimitBySize", serverNow)}
+	return serverLimits{Requests: kong(h, func(w kongWindow) fields { return w.req }, draftFields, serverNow),
+		Tokens: kong(h, func(w kongWindow) fields { return w.tok }, bySizeFields, serverNow)}
 }
 
-// kong reads the windows named prefix-Limit-Second and so on, and keeps
-// the one that binds. Kong tells the reset of only the window it found
-// tightest, in draft-Reset beside its limit and what is left of it; the
-// others end at their next clock boundary.
-func kong(h http.Header, prefix, draft string, serverNow time.Time) limitInfo {
+// kong reads the windows whose fields of is, and keeps the one that
+// binds. A window ends at its next clock boundary, unless its reset field
+// (X-RateLimit-Reset-Minute, which some send) says otherwise; and Kong
+// tells the reset of the window it found tightest in the draft's fields,
+// beside its limit and what is left of it.
+func kong(h http.Header, of func(kongWindow) fields, draft fields, serverNow time.Time) limitInfo {
 	var ws []limitInfo
 	for _, w := range kongWindows {
-		l := limitInfo{From: "kong", Kind: resetWindow, Window: w.length, Reset: windowEnd(serverNow, w.name, w.length)}
-		l.Limit, _ = parseCount(h.Get(prefix + "-Limit-" + w.name))
-		l.Remaining, l.Told = parseCount(h.Get(prefix + "-Remaining-" + w.name))
-		if l.Limit > 0 || l.Told {
-			ws = append(ws, clamp(l))
+		f := of(w)
+		l := limitInfo{From: "kong", Kind: resetWindow, Window: w.length}
+		l.Limit, _ = parseCount(get(h, f.limit))
+		l.Remaining, l.Told = parseCount(get(h, f.left))
+		if l.Limit == 0 && !l.Told {
+			continue
 		}
+		var ok bool
+		if l.Reset, ok = parseReset(get(h, f.reset), serverNow); !ok {
+			l.Reset = windowEnd(serverNow, w.name, w.length)
+		}
+		ws = append(ws, clamp(l))
 	}
-	limit, _ := parseCount(h.Get(draft + "-Limit"))
-	left, told := parseCount(h.Get(draft + "-Remaining"))
-	if reset, ok := parseReset(h.Get(draft+"-Reset"), serverNow); ok && told {
+	if len(ws) == 0 {
+		return limitInfo{}
+	}
+	limit, _ := parseCount(get(h, draft.limit))
+	left, told := parseCount(get(h, draft.left))
+	if reset, ok := parseReset(get(h, draft.reset), serverNow); ok && told {
 		for i, w := range ws {
 			if w.Told && w.Remaining == left && (limit == 0 || w.Limit == limit) {
 				ws[i].Reset = reset
@@ -179,7 +219,7 @@ func kong(h http.Header, prefix, draft string, serverNow time.Time) limitInfo {
 func windowEnd(now time.Time, name string, length time.Duration) time.Duration {
 	now = now.UTC()
 	end := now.Truncate(length).Add(length)
-	if name == "Month" {
+	if name == "month" {
 		end = time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	return end.Sub(now)
@@ -191,36 +231,37 @@ func windowEnd(now time.Time, name string, length time.Duration) time.Duration {
 // draft-07's RateLimit: limit=100, remaining=50, reset=30; and Mistral's
 // RateLimitBySize-* for tokens.
 func readDraft(h http.Header, serverNow time.Time) serverLimits {
-	policies := parseSF(field(h, "RateLimit-Policy"))
-	req := triple(h.Get("RateLimit-Limit"), h.Get("RateLimit-Remaining"), h.Get("RateLimit-Reset"), policies, "ratelimit", serverNow)
+	policies := parseSF(field(h, rateLimitPolicy))
+	req := triple(h, draftFields, policies, "ratelimit", serverNow)
 	if !req.known() {
 		d := map[string]string{}
-		for _, m := range parseSF(field(h, "RateLimit")) {
+		for _, m := range parseSF(field(h, rateLimitField)) {
 			if _, dup := d[m.key]; m.key != "" && !dup {
 				d[m.key] = m.value
 			}
 		}
-		req = triple(d["limit"], d["remaining"], d["reset"], policies, "ratelimit", serverNow)
+		req = draftInfo(d["limit"], d["remaining"], d["reset"], policies, "ratelimit", serverNow)
 	}
-	tok := triple(h.Get("RateLimitBySize-Limit"), h.Get("RateLimitBySize-Remaining"), h.Get("RateLimitBySize-Reset"), nil, "ratelimit", serverNow)
-	return serverLimits{Requests: req, Tokens: tok}
+	return serverLimits{Requests: req, Tokens: triple(h, bySizeFields, nil, "ratelimit", serverNow)}
 }
 
 // readXRateLimit reads X-RateLimit-{Limit,Remaining,Reset} (GitHub,
 // OpenRouter, Envoy's "10, 10;w=60") or else X-Rate-Limit-*. Their reset
 // is a delta or a Unix time, told apart by size (see parseReset).
 func readXRateLimit(h http.Header, serverNow time.Time) serverLimits {
-	l := triple(h.Get("X-RateLimit-Limit"), h.Get("X-RateLimit-Remaining"), h.Get("X-RateLimit-Reset"), nil, "x-ratelimit", serverNow)
-	if !l.known() {
-		l = triple(h.Get("X-Rate-Limit-Limit"), h.Get("X-Rate-Limit-Remaining"), h.Get("X-Rate-Limit-Reset"), nil, "x-ratelimit", serverNow)
-	}
-	return serverLimits{Requests: l}
+	return serverLimits{Requests: cmp.Or(triple(h, xRateLimit, nil, "x-ratelimit", serverNow),
+		triple(h, xRateLimitAlt, nil, "x-ratelimit", serverNow))}
 }
 
-// triple reads a limit list, what is left and a reset. The first item of
-// the limit list is the limit; the window is the w of an item (or of a
+// triple reads the fields f in the older draft's form (see draftInfo).
+func triple(h http.Header, f fields, policies []sfMember, from string, serverNow time.Time) limitInfo {
+	return draftInfo(get(h, f.limit), get(h, f.left), get(h, f.reset), policies, from, serverNow)
+}
+
+// draftInfo reads a limit list, what is left and a reset. The first item
+// of the limit list is the limit; the window is the w of an item (or of a
 // policy) with the same quota.
-func triple(limit, left, reset string, policies []sfMember, from string, serverNow time.Time) limitInfo {
+func draftInfo(limit, left, reset string, policies []sfMember, from string, serverNow time.Time) limitInfo {
 	l := limitInfo{From: from}
 	if ls := parseSF(limit); len(ls) > 0 {
 		l.Limit, _ = parseCount(ls[0].value)
@@ -296,13 +337,25 @@ const (
 	maxMembers = 32
 )
 
-// field returns the lines of the header field name joined into one list.
-func field(h http.Header, name string) string { return strings.Join(h.Values(name), ",") }
+// get returns the first value of the field name, which must be canonical
+// (see fieldsOf): h.Get would check that again on every call.
+func get(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// field returns the lines of the field name (canonical) joined into one list.
+func field(h http.Header, name string) string { return strings.Join(h[name], ",") }
 
 // parseSF reads v as a list (or a dictionary) of items with parameters,
 // leniently: white space anywhere between tokens, tokens or strings as
 // names, parameters of any type read as text. Inner lists are skipped.
 func parseSF(v string) []sfMember {
+	if v == "" {
+		return nil
+	}
 	if len(v) > maxField {
 		v = v[:maxField]
 	}

@@ -311,3 +311,28 @@ X-RateLimit-Remaining: 0`, 10, false},
 		})
 	}
 }
+
+// BenchmarkParseLimits measures parseLimits on a response with no limit
+// headers and on one with OpenAI's and the IETF's: the limiter reads every
+// response.
+func BenchmarkParseLimits(b *testing.B) {
+	for _, bc := range []struct{ name, raw string }{
+		{"none", "Content-Type: application/json"},
+		{"openai+ietf", `x-ratelimit-limit-requests: 5000
+x-ratelimit-remaining-requests: 4999
+x-ratelimit-reset-requests: 12ms
+x-ratelimit-limit-tokens: 160000
+x-ratelimit-remaining-tokens: 159976
+x-ratelimit-reset-tokens: 9ms
+RateLimit-Policy: "burst";q=100;w=60,"daily";q=1000;w=86400
+RateLimit: "burst";r=50;t=30, "daily";r=10;t=3600`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := captured(&testing.T{}, bc.raw)
+			b.ReportAllocs()
+			for b.Loop() {
+				parseLimits(h, nil, server)
+			}
+		})
+	}
+}
