@@ -30,7 +30,7 @@ import (
 //  1. OpenAI: x-ratelimit-{limit,remaining,reset}-{requests,tokens}.
 //  2. Anthropic: anthropic-ratelimit-{requests,tokens,input-tokens}-*.
 //  3. IETF draft: RateLimit and RateLimit-Policy, one item per policy.
-//  4. Kong: X-RateLimit-{Limit,Remaining}-{Second,...,Year} with
+//  4. Kong: X-RateLimit-{Limit,Remaining}-{Second,...,Month} with
 //     RateLimit-Reset; X-RateLimitBySize-* (Mistral) for tokens.
 //  5. The older draft: RateLimit-{Limit,Remaining,Reset}, also in the
 //     draft-07 form RateLimit: limit=.., remaining=.., reset=..;

@@ -180,6 +180,10 @@ x-ratelimitbysize-remaining-minute: 100
 x-ratelimitbysize-limit-month: 1000000000
 x-ratelimitbysize-remaining-month: 999000000`, serverLimits{
 			Tokens: lim("kong", 500000, 100, 25*time.Second, resetWindow, time.Minute)}},
+		{"a window's own reset field", `X-RateLimit-Limit-Minute: 60
+X-RateLimit-Remaining-Minute: 10
+X-RateLimit-Reset-Minute: ` + unixAt(12*time.Second), serverLimits{
+			Requests: lim("kong", 60, 10, 12*time.Second, resetWindow, time.Minute)}},
 		{"Kong's draft headers alone", `RateLimit-Limit: 10
 RateLimit-Remaining: 9
 RateLimit-Reset: 30`, serverLimits{Requests: lim("ratelimit", 10, 9, 30*time.Second, resetUnknown, 0)}},
