@@ -236,7 +236,7 @@ X-Retry-In: 1.234567891s`, serverLimits{RetryAfter: 1234567891, RetryFrom: "x-re
 }
 
 func TestParseLimitsHostile(t *testing.T) {
-	many := strings.Repeat(`"p";r=0;t=1, `, 20000) + `"last";r=1;t=1`
+	many := strings.Repeat(`"p";x=1, `, 40) + `"last";r=1;t=1` // the only item that tells, past the cap
 	checkLimits(t, []limitsCase{
 		{"negative, fractional, absurd and NaN counts", `x-ratelimit-remaining-requests: -1
 x-ratelimit-limit-requests: NaN
@@ -259,8 +259,8 @@ x-ratelimit-reset-tokens: ` + unixAt(-time.Minute), serverLimits{
 		{"an unterminated string", `RateLimit: "open;r=5;t=1`, serverLimits{}},
 		{"an inner list and empty members", `RateLimit: (a b);r=1, , "x";r=2;t=2,`,
 			serverLimits{Requests: lim("ietf", 0, 2, 2*time.Second, resetUnknown, 0)}},
-		{"only the first members of a huge field are read", "RateLimit: " + many,
-			serverLimits{Requests: lim("ietf", 0, 0, time.Second, resetUnknown, 0)}},
+		{"members past maxMembers not read", "RateLimit: " + many, serverLimits{}},
+		{"a field past maxField not read", "RateLimit: " + strings.Repeat("x", maxField) + `, "d";r=1;t=1`, serverLimits{}},
 		{"X-Retry-In of zero falls through", `X-Retry-In: 0s
 Retry-After: 3`, serverLimits{RetryAfter: 3 * time.Second, RetryFrom: "retry-after"}},
 	})

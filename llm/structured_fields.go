@@ -70,21 +70,25 @@ func parseSF(v string) []sfMember {
 	return ms
 }
 
-// splitOutside splits s at sep outside double quotes, into at most n parts.
+// splitOutside splits s at sep outside double quotes into its first n
+// parts; the rest is dropped, not glued to the last.
 func splitOutside(s string, sep byte, n int) []string {
 	var parts []string
 	quoted, start := false, 0
-	for i := 0; i < len(s) && len(parts) < n-1; i++ {
+	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '\\' && quoted:
 			i++
 		case c == '"':
 			quoted = !quoted
 		case c == sep && !quoted:
-			parts, start = append(parts, s[start:i]), i+1
+			if parts = append(parts, s[start:i]); len(parts) == n {
+				return parts
+			}
+			start = i + 1
 		}
 	}
-	return append(parts, s[min(start, len(s)):])
+	return append(parts, s[start:])
 }
 
 // unquote returns the value of a string ("a \"b\"") or s as it is.
