@@ -109,15 +109,10 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 		e.Message = http.StatusText(status)
 	}
 	e.Kind = kindOf(status, e.Code, e.Message)
-	e.RetryAfter = retryHint(status, h, body, now)
-	if e.RetryAfter > 0 {
-		e.hintFrom = "body"
-		if retryHint(status, h, nil, now) > 0 {
-			e.hintFrom = "header"
-		}
-	}
+	limits := parseLimits(h, body, now)
+	e.RetryAfter, e.hintFrom = limits.retryHint(status)
 	if e.Kind == RateLimited {
-		e.tokenLimit, e.tokenSure, e.tokensLeft = tokenLimited(h, body)
+		e.tokenLimit, e.tokenSure, e.tokensLeft = tokenLimited(limits, body)
 	}
 	// Classified on what the server said; kept as fit to print.
 	e.Code, e.Message = printable(e.Code, maxCode), printable(e.Message, maxMessage)
@@ -125,18 +120,19 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 }
 
 // tokenLimited tells a 429 for tokens from one for requests, as far as
-// the response tells. The headers decide first: requests spent means
-// requests, tokens spent means tokens. A window with tokens left still
-// refuses a request bigger than what is left, so then the words of the error
-// decide ("tokens per min", OpenAI's "type":"tokens", or the same about
-// requests or calls). With no such words, sure is false: only the size of
-// the request can settle it (see settle), given the tokens left, left.
-func tokenLimited(h http.Header, body []byte) (tokens, sure bool, left int) {
-	if rr, ok := headerInt(h, "x-ratelimit-remaining-requests"); ok && rr <= 0 {
+// the response tells. The windows decide first, in any header style
+// parseLimits reads: requests (or requests in flight) spent means requests,
+// tokens spent means tokens. A window with tokens left still refuses a
+// request bigger than what is left, so then the words of the error decide
+// ("tokens per min", OpenAI's "type":"tokens", or the same about requests
+// or calls). With no such words, sure is false: only the size of the
+// request can settle it (see settle), given the tokens left, left.
+func tokenLimited(s serverLimits, body []byte) (tokens, sure bool, left int) {
+	spent := func(l limitInfo) bool { return l.Told && l.Remaining == 0 }
+	if spent(s.Requests) || spent(s.Concurrent) {
 		return false, true, 0
 	}
-	r, told := headerInt(h, "x-ratelimit-remaining-tokens")
-	if told && r <= 0 {
+	if spent(s.Tokens) {
 		return true, true, 0
 	}
 	lower := strings.ToLower(string(body[:min(len(body), 2000)]))
@@ -148,10 +144,10 @@ func tokenLimited(h http.Header, body []byte) (tokens, sure bool, left int) {
 		strings.Contains(lower, "rpm") || strings.Contains(lower, "call rate") || strings.Contains(lower, "request rate"):
 		return false, true, 0
 	}
-	if !told {
+	if !s.Tokens.Told {
 		return false, true, 0
 	}
-	return false, false, r
+	return false, false, s.Tokens.Remaining
 }
 
 // settle decides a 429 that the response left open (see tokenLimited) by
