@@ -102,25 +102,19 @@ func (h *Handler) admit(tokens int) verdict {
 	return v
 }
 
-// decide asks every meter; the request is admitted when all of them fit it,
-// and its retry is the longest of the refusing meters'. The first refusal
-// in the order cap, requests, tokens names the reason.
+// decide asks every meter; the request is admitted when all of them fit it.
+// The first refusal in the order cap, requests, tokens names the reason, and
+// the retry is the longest wait of the meters that do not fit it once the
+// refusal is counted (by those that count refusals, or start a ban).
 func (l *limits) decide(now time.Time, tokens int) (refusal, time.Duration) {
-	checks := [...]struct {
-		m    meter
-		cost int
-		why  refusal
-	}{{l.inFlight, 1, busy}, {l.reqs, 1, requestsLimit}, {l.toks, tokens, tokensLimit}}
-	why, retry := admitted, time.Duration(0)
+	checks := l.checks(tokens)
+	why := admitted
 	for _, c := range checks {
 		if c.m == nil {
 			continue
 		}
-		if ok, d := c.m.fits(now, c.cost); !ok {
-			if why == admitted {
-				why = c.why
-			}
-			retry = max(retry, d)
+		if ok, _ := c.m.fits(now, c.cost); !ok && why == admitted {
+			why = c.why
 		}
 	}
 	for _, c := range checks {
@@ -132,7 +126,36 @@ func (l *limits) decide(now time.Time, tokens int) (refusal, time.Duration) {
 			c.m.refuse(now, c.cost)
 		}
 	}
-	return why, retry
+	if why == admitted {
+		return admitted, 0
+	}
+	return why, l.wait(now, tokens)
+}
+
+// check is one meter of limits and what a request costs it.
+type check struct {
+	m    meter
+	cost int
+	why  refusal
+}
+
+func (l *limits) checks(tokens int) [3]check {
+	return [...]check{{l.inFlight, 1, busy}, {l.reqs, 1, requestsLimit}, {l.toks, tokens, tokensLimit}}
+}
+
+// wait is how long from now until every meter fits a request of tokens, 0
+// when they all do now. It changes no meter.
+func (l *limits) wait(now time.Time, tokens int) time.Duration {
+	var d time.Duration
+	for _, c := range l.checks(tokens) {
+		if c.m == nil {
+			continue
+		}
+		if ok, retry := c.m.fits(now, c.cost); !ok {
+			d = max(d, retry, time.Nanosecond)
+		}
+	}
+	return d
 }
 
 // done tells the meters that an admitted request has been answered, and

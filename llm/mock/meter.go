@@ -73,15 +73,16 @@ type state struct {
 	window    time.Duration // the window the limit is counted over; 0 for a concurrency cap
 }
 
-// admit is fits followed by take or refuse: the whole decision of one meter.
+// admit is the whole decision of one meter: fits, then take, or refuse and
+// the wait once the refusal is counted (see [limits.decide]).
 func admit(m meter, now time.Time, cost int) (bool, time.Duration) {
-	ok, retry := m.fits(now, cost)
-	if ok {
+	if ok, _ := m.fits(now, cost); ok {
 		m.take(now, cost)
-	} else {
-		m.refuse(now, cost)
+		return true, 0
 	}
-	return ok, retry
+	m.refuse(now, cost)
+	_, retry := m.fits(now, cost)
+	return false, retry
 }
 
 // meterConfig is what every meter is built from.

@@ -16,12 +16,7 @@ func (p *penaltyBox) fits(now time.Time, cost int) (bool, time.Duration) {
 	if now.Before(p.until) {
 		return false, p.until.Sub(now)
 	}
-	ok, retry := p.inner.fits(now, cost)
-	if !ok {
-		// The ban this refusal will start outlasts the window's end.
-		retry = max(retry, p.penalty)
-	}
-	return ok, retry
+	return p.inner.fits(now, cost)
 }
 
 func (p *penaltyBox) take(now time.Time, cost int) { p.inner.take(now, cost) }

@@ -129,10 +129,6 @@ func (s *slidingCounter) fits(now time.Time, cost int) (bool, time.Duration) {
 	if est+float64(cost) <= float64(s.limit) || (s.prev == 0 && s.used == 0) {
 		return true, 0
 	}
-	// The refusal will be counted: the hint allows for it, so a client
-	// coming back when told is let in.
-	s.used += cost
-	defer func() { s.used -= cost }()
 	return false, s.until(now, cost)
 }
 
