@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// eps is the slack of the buckets' comparisons, in units: their levels are
+// floating point, and a client coming back when told must not be refused for
+// a rounding error.
+const eps = 1e-6
+
 // tokenBucket holds up to limit units, starts full and refills continuously
 // at limit per window. A request takes its cost; one costing more than the
 // bucket goes from a full bucket and empties it.
@@ -31,7 +36,7 @@ func (b *tokenBucket) refill(now time.Time) {
 func (b *tokenBucket) fits(now time.Time, cost int) (bool, time.Duration) {
 	b.refill(now)
 	need := min(float64(cost), float64(b.limit))
-	if b.level >= need {
+	if b.level >= need-eps {
 		return true, 0
 	}
 	return false, durationFor(need-b.level, b.limit, b.window)
@@ -82,7 +87,7 @@ func (b *leakyBucket) fits(now time.Time, cost int) (bool, time.Duration) {
 	b.drain(now)
 	c := float64(cost)
 	switch {
-	case b.level+c <= b.capacity || b.level == 0:
+	case b.level+c <= b.capacity+eps || b.level <= eps:
 		return true, 0
 	case c > b.capacity: // oversized: wait until empty
 		return false, durationFor(b.level, b.limit, b.window)
@@ -128,12 +133,12 @@ func (g *gcra) ahead(now time.Time) float64 {
 func (g *gcra) fits(now time.Time, cost int) (bool, time.Duration) {
 	a, need := g.ahead(now), float64(cost)*g.interval
 	switch {
-	case a+need <= g.tolerance || a == 0:
+	case a+need <= g.tolerance+1 || a == 0: // a nanosecond of slack for the rounding of tat
 		return true, 0
 	case need > g.tolerance: // oversized: wait until the tat is now
 		return false, time.Duration(a)
 	default:
-		return false, time.Duration(a + need - g.tolerance)
+		return false, time.Duration(math.Ceil(a + need - g.tolerance))
 	}
 }
 

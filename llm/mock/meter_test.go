@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -149,6 +150,57 @@ func TestMeterStates(t *testing.T) {
 		st := tt.m.state(t0.Add(tt.at))
 		if st.remaining != tt.remaining || st.reset != tt.reset || st.window != time.Second {
 			t.Errorf("%s: state(t0+%v) = %+v, want remaining %d, reset %v, window 1s", tt.name, tt.at, st, tt.remaining, tt.reset)
+		}
+	}
+}
+
+// TestMeterHintsHold: for every algorithm, a request refused with a hint
+// of d fits when it comes back d later, if nothing else came in between
+// (a client that obeys the server's Retry-After is let in), and not a
+// millisecond sooner (the hint is not padded).
+func TestMeterHintsHold(t *testing.T) {
+	names := []string{LimiterWindow, LimiterBucket, LimiterLeaky, LimiterSlidingLog, LimiterSlidingCounter, LimiterGCRA, LimiterPenalty}
+	for _, name := range names {
+		for seed := range uint64(20) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			c := meterConfig{limit: 5 + r.IntN(50), window: time.Duration(1+r.IntN(60)) * time.Second, start: t0,
+				burst: r.IntN(5), penalty: time.Duration(r.IntN(10)) * time.Second}
+			type offer struct {
+				at   time.Duration
+				cost int
+			}
+			var history []offer
+			var at time.Duration
+			checked := 0
+			for range 300 {
+				at += time.Duration(r.Int64N(int64(c.window) / 10))
+				o := offer{at, 1 + r.IntN(c.limit/2+1)}
+				history = append(history, o)
+				m := newMeter(name, c)
+				var ok bool
+				var retry time.Duration
+				for _, h := range history {
+					ok, retry = admit(m, t0.Add(h.at), h.cost)
+				}
+				if ok {
+					continue
+				}
+				checked++
+				// The hint is also tight: a millisecond earlier is too early.
+				if early := o.at + retry - time.Millisecond; retry > time.Millisecond {
+					if fits, _ := m.fits(t0.Add(early), o.cost); fits {
+						t.Fatalf("%s, seed %d, %+v: refused at %v with hint %v, but fits at %v already",
+							name, seed, c, o.at, retry, early)
+					}
+				}
+				if fits, again := m.fits(t0.Add(o.at+retry), o.cost); !fits {
+					t.Fatalf("%s, seed %d, %+v: refused at %v with hint %v, and at %v still refused (hint %v)",
+						name, seed, c, o.at, retry, o.at+retry, again)
+				}
+			}
+			if checked == 0 {
+				t.Errorf("%s, seed %d: nothing was refused: the test tests nothing", name, seed)
+			}
 		}
 	}
 }

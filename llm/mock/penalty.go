@@ -13,10 +13,12 @@ type penaltyBox struct {
 }
 
 func (p *penaltyBox) fits(now time.Time, cost int) (bool, time.Duration) {
+	ok, retry := p.inner.fits(now, cost)
 	if now.Before(p.until) {
-		return false, p.until.Sub(now)
+		// Both must be over: the ban, and what the inner meter holds.
+		return false, max(retry, p.until.Sub(now))
 	}
-	return p.inner.fits(now, cost)
+	return ok, retry
 }
 
 func (p *penaltyBox) take(now time.Time, cost int) { p.inner.take(now, cost) }

@@ -126,7 +126,7 @@ func (s *slidingCounter) estimate(now time.Time) float64 {
 func (s *slidingCounter) fits(now time.Time, cost int) (bool, time.Duration) {
 	s.roll(now)
 	est := s.estimate(now)
-	if est+float64(cost) <= float64(s.limit) || (s.prev == 0 && s.used == 0) {
+	if est+float64(cost) <= float64(s.limit)+eps || (s.prev == 0 && s.used == 0) {
 		return true, 0
 	}
 	return false, s.until(now, cost)
@@ -140,12 +140,12 @@ func (s *slidingCounter) until(now time.Time, cost int) time.Duration {
 	windowStart := s.start.Add(time.Duration(s.k) * s.window)
 	if s.prev > 0 && room >= float64(s.used) {
 		into := 1 - (room-float64(s.used))/float64(s.prev)
-		return windowStart.Add(time.Duration(into * float64(s.window))).Sub(now)
+		return windowStart.Add(time.Duration(math.Ceil(into * float64(s.window)))).Sub(now)
 	}
 	next := windowStart.Add(s.window)
 	if room >= 0 && s.used > 0 {
 		into := max(1-room/float64(s.used), 0)
-		return next.Add(time.Duration(into * float64(s.window))).Sub(now)
+		return next.Add(time.Duration(math.Ceil(into * float64(s.window)))).Sub(now)
 	}
 	return next.Add(s.window).Sub(now) // both windows empty by then
 }
