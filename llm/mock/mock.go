@@ -133,7 +133,7 @@ func (c Config) Validate() error {
 type Stats struct {
 	Requests     int64 // every request served
 	OK           int64 // 200 answers to chat completions
-	RateLimited  int64 // 429 rate_limit_exceeded (requests or tokens)
+	RateLimited  int64 // 429 rate_limit_exceeded: requests, tokens or the in-flight cap (not FalseClaims)
 	Failed       int64 // injected 500/502/503 faults
 	Unauthorized int64 // 401s
 
