@@ -10,7 +10,14 @@ import (
 
 // The styles of rate-limit headers a [Handler] can send, as named by
 // [Config.Headers]. "The first limit" below is RPM's when it is set, else
-// TPM's.
+// TPM's. In every style, "remaining" is what would be admitted now and
+// "reset" the time until all of the limit is back: the window's end for a
+// fixed window (and the penalty box, or its ban's end), the time until
+// full for a token bucket, until empty for a leaky bucket or GCRA, until
+// the newest request leaves for a sliding log, and until the estimate is 0
+// for a sliding counter (the end of the next window while this one counts
+// anything). A 429's Retry-After is instead the time until that request
+// would be admitted.
 const (
 	// HeadersOpenAI: x-ratelimit-{limit,remaining,reset}-{requests,tokens}
 	// on every answer, the reset as a Go duration ("1s", "6m0s", "20ms");
