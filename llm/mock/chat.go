@@ -42,10 +42,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v.delay > 0 && !sleep(r.Context().Done(), v.delay) {
-		h.release(v)
+		h.done(v, false)
 		writeError(w, statusClientClosed, errCancelled)
 		return
 	}
+	defer h.done(v, true)
 	if v.fault != 0 {
 		h.failed.Add(1)
 		writeError(w, v.fault, faultErrors[v.fault])
@@ -151,27 +152,6 @@ func plainString(raw json.RawMessage) ([]byte, bool) {
 		return nil, false
 	}
 	return s, true
-}
-
-// refuse answers a request that admit turned away with a 429.
-func (h *Handler) refuse(w http.ResponseWriter, v verdict, model string, cost int) {
-	if v.refusal == quotaSpent {
-		h.quotaSpent.Add(1)
-		writeError(w, http.StatusTooManyRequests, errQuota)
-		return
-	}
-	h.rateLimited.Add(1)
-	setRetryHeaders(w.Header(), v.retry, !h.cfg.NoLimitHeaders)
-	kind, limit, used, requested := "requests", h.cfg.RPM, v.reqs, 1
-	if v.refusal == tokensLimit {
-		kind, limit, used, requested = "tokens", h.cfg.TPM, v.toks, cost
-	}
-	writeError(w, http.StatusTooManyRequests, apiError{
-		Message: fmt.Sprintf("Rate limit reached for %s on %s per %v: Limit %d, Used %d, Requested %d. Please try again in %s.",
-			model, kind, h.cfg.Window, limit, used, requested, formatReset(v.retry)),
-		Type: kind,
-		Code: "rate_limit_exceeded",
-	})
 }
 
 // complete builds the answer to an admitted request.
