@@ -12,6 +12,7 @@ import (
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/llmbatch/llmbatch/internal/textclip"
 	"github.com/llmbatch/llmbatch/llm"
 )
 
@@ -120,7 +121,7 @@ func recordID(raw json.RawMessage, line []byte) (string, error) {
 		}
 		return s, nil
 	}
-	return "", fmt.Errorf("%w (got %s)", ErrBadID, truncate(string(raw), 40))
+	return "", fmt.Errorf("%w (got %s)", ErrBadID, textclip.Bytes(string(raw), 40))
 }
 
 // chatItem makes the request of a prompt or messages record.
@@ -327,7 +328,7 @@ func (s *recordShaper) shapeBatch(rec map[string]json.RawMessage, rawBody json.R
 		var u string
 		_ = json.Unmarshal(raw, &u)
 		if !strings.HasSuffix(u, "/chat/completions") {
-			return nil, id, fmt.Errorf("%w: url %q: only /v1/chat/completions is supported", ErrNoPrompt, truncate(u, 60))
+			return nil, id, fmt.Errorf("%w: url %q: only /v1/chat/completions is supported", ErrNoPrompt, textclip.Bytes(u, 60))
 		}
 	}
 	var body map[string]json.RawMessage
@@ -364,14 +365,4 @@ func estimate(msgs []llm.Message, maxTokens json.RawMessage) int {
 		n += mt
 	}
 	return n
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // StatusOptions is everything `llmbatch status` needs; flags fill it in,
@@ -218,7 +219,7 @@ func (st *JobStatus) resumeArgs(opts *StatusOptions, retry bool) []string {
 		name := strings.ReplaceAll(k, "_", "-") // max_tokens is --max-tokens
 		if runFlags.Lookup(name) == nil {
 			if !retry { // warn once
-				st.warn("the job's setting %s=%s has no run flag: set it as the first run did", k, shellQuote(clipRunes(st.Settings[k], 40)))
+				st.warn("the job's setting %s=%s has no run flag: set it as the first run did", k, shellQuote(textclip.Runes(st.Settings[k], 40)))
 			}
 			continue
 		}
@@ -261,7 +262,7 @@ func printStatus(w io.Writer, st *JobStatus) {
 	if len(st.Settings) > 0 {
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
-			kv = append(kv, k+"="+shellQuote(clipRunes(st.Settings[k], 40)))
+			kv = append(kv, k+"="+shellQuote(textclip.Runes(st.Settings[k], 40)))
 		}
 		line("settings:", "%s", strings.Join(kv, " "))
 	}
@@ -311,14 +312,6 @@ func kinds(byKind map[string]int64) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
-}
-
-// clipRunes cuts s to n runes, marking the cut with "…".
-func clipRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)

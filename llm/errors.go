@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // Kind says what the caller should do about a failed request.
@@ -293,7 +294,7 @@ func rawMessage(body []byte) string {
 	if strings.HasPrefix(s, "<") {
 		return "non-JSON error page"
 	}
-	return clip(s, 300)
+	return textclip.Bytes(s, 300)
 }
 
 // maxCode and maxMessage bound what an error keeps of the provider's code
@@ -309,7 +310,7 @@ const (
 // user's terminal, newlines that would forge log lines) become spaces,
 // invalid UTF-8 becomes U+FFFD, and the result is clipped to n bytes.
 func printable(s string, n int) string {
-	s = clip(s, n+3) // first: a body of megabytes is not worth mapping
+	s = textclip.Bytes(s, n+3) // first: a body of megabytes is not worth mapping
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
@@ -317,19 +318,7 @@ func printable(s string, n int) string {
 		}
 		return r
 	}, s)
-	return clip(s, n)
-}
-
-// clip shortens s to at most n bytes without splitting a UTF-8 sequence,
-// marking the cut with an ellipsis.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textclip.Bytes(s, n)
 }
 
 // certError reports whether err says the server's certificate could not be
