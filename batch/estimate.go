@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -15,7 +14,9 @@ import (
 // sending anything (--dry-run).
 type Estimate struct {
 	Items        int64 // records read
-	Bad          int64 // rejected lines
+	Bad          int64 // rejected lines, BadEarlier included
+	BadEarlier   int64 // rejected lines an earlier run recorded already
+	Fixed        int64 // lines an earlier run rejected that read well now: sent, or cleared if done
 	DoneEarlier  int64 // items with a result already
 	FailedBefore int64 // items recorded as failed and not to be retried
 	ToSend       int64 // items a run would send
@@ -47,93 +48,67 @@ func Least(requests, tokens int64, rpm, tpm int) time.Duration {
 	return d
 }
 
-// EstimateRun reads cfg.Input as Run would and reports what Run would send,
-// with and without merging. It takes no lock and writes nothing; the
-// checkpoint, if there is one, is only read.
+// EstimateRun reads cfg.Input through the run's own reader (the same
+// shaping, duplicate check and skipping of what earlier runs finished or
+// rejected) and reports what Run would send, with and without merging. It
+// takes no lock and writes nothing; the checkpoint, if there is one, is only
+// read.
 func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	cfg.setDefaults()
+	cfg.Counters = &Counters{} // the run's counts of lines, kept apart from any live display
 	shaper, err := newShaper(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := checkpoint.Load(cfg.Checkpoint)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	var rec recorded
+	switch snap, err := checkpoint.Load(cfg.Checkpoint); {
+	case err == nil:
+		rec = snap
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil, &SetupError{err}
 	}
+	src := newSource(&cfg, shaper, rec)
+	defer src.close()
 	e := &Estimate{Models: map[string]*ModelEstimate{}}
 	p := NewPacker(cfg.Packer)
 	now := time.Now()
-	lr := newLineReader(cfg.Input, cfg.MaxLineBytes)
-	seen := newIDSet()
-	defer seen.close()
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		line, _, err := lr.next()
-		var le *LineError
-		switch {
-		case err == io.EOF:
-			e.addGroups(p.Flush())
-			return e, nil
-		case errors.As(err, &le):
-			e.Items++
-			e.Bad++
-			continue
-		case err != nil:
+		it, err := src.next(ctx)
+		if err == io.EOF {
+			break
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		} else if err != nil {
 			return nil, &SetupError{err}
-		case len(trimSpace(line)) == 0:
-			continue
 		}
-		e.Items++
-		it, _, err := shaper.shape(line)
-		fresh := false
-		if err == nil {
-			if fresh, err = seen.add(it.ID); err != nil {
-				return nil, &SetupError{err}
-			}
+		if it.fixes > 0 {
+			e.Fixed++
 		}
-		if !fresh {
-			e.Bad++
-			continue
-		}
-		if snap != nil {
-			if st, ok := snap.Status(itemKey(it.ID)); ok && st == checkpoint.Done {
-				e.DoneEarlier++
-				continue
-			} else if ok && st == checkpoint.Failed && !cfg.RetryFailed {
-				e.FailedBefore++
-				continue
-			}
+		if it.rejected != nil || it.onlyFix {
+			continue // written to the errors file or the checkpoint, never sent
 		}
 		e.ToSend++
 		e.Requests++
 		e.Tokens += int64(it.Tokens)
 		e.addModel(it)
-		e.addGroups(p.Add(it, now))
+		e.addGroups(p.Add(it, now), shaper.tokens)
 	}
+	e.addGroups(p.Flush(), shaper.tokens)
+	c := cfg.Counters
+	e.Items, e.Bad, e.DoneEarlier, e.FailedBefore = c.Read.Load(), c.Bad.Load(), c.Skipped.Load(), c.SkippedFailed.Load()
+	e.BadEarlier = src.badBefore
+	return e, nil
 }
 
-func (e *Estimate) addGroups(gs [][]*Item) {
+func (e *Estimate) addGroups(gs [][]*Item, count func(string) int) {
 	for _, g := range gs {
 		e.MergedRequests++
 		if len(g) == 1 {
 			e.MergedTokens += int64(g[0].Tokens)
 			continue
 		}
-		e.MergedTokens += int64(mergedTokens(g))
+		e.MergedTokens += int64(mergedTokens(g, count))
 	}
-}
-
-// maxTokensOf returns the max_tokens (or max_completion_tokens) of a
-// request body, 0 when it has none.
-func maxTokensOf(body []byte) int {
-	var b struct {
-		MaxTokens           int `json:"max_tokens"`
-		MaxCompletionTokens int `json:"max_completion_tokens"`
-	}
-	_ = json.Unmarshal(body, &b)
-	return max(b.MaxTokens, b.MaxCompletionTokens)
 }
 
 func (e *Estimate) addModel(it *Item) {
@@ -144,8 +119,8 @@ func (e *Estimate) addModel(it *Item) {
 	}
 	m.Items++
 	m.Tokens += int64(it.Tokens)
-	if mt := maxTokensOf(it.Body); mt > 0 && m.MaxOutput >= 0 {
-		m.MaxOutput += int64(mt)
+	if it.MaxOutput > 0 && m.MaxOutput >= 0 {
+		m.MaxOutput += int64(it.MaxOutput)
 	} else {
 		m.MaxOutput = -1
 	}

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
+	"github.com/llmbatch/llmbatch/internal/jsonl"
 )
 
 // The journal keys of items and rejected lines, and how the lines of the
@@ -67,19 +67,16 @@ func scan(path string, complete bool, fn func(n int, line []byte) error) error {
 		return &SetupError{err}
 	}
 	defer f.Close()
-	lr := newLineReader(f, 1<<30)
-	for {
-		b, n, err := lr.next()
-		if err == io.EOF {
-			return nil
-		} else if err != nil {
-			return &SetupError{fmt.Errorf("%s: %w", path, err)}
-		}
-		if len(trimSpace(b)) == 0 || complete && lr.torn {
-			continue
-		}
-		if err := fn(n, b); err != nil {
-			return err
+	lr := jsonl.NewReader(f, 0)
+	for lr.Next() {
+		if b := lr.Bytes(); len(trimSpace(b)) > 0 && (lr.Complete() || !complete) {
+			if err := fn(lr.Line(), b); err != nil {
+				return err
+			}
 		}
 	}
+	if err := lr.Err(); err != nil {
+		return &SetupError{fmt.Errorf("%s: read after line %d: %w", path, lr.Line(), err)}
+	}
+	return nil
 }

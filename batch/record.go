@@ -18,12 +18,17 @@ import (
 
 // Item is one unit of work read from the input.
 type Item struct {
-	ID     string // the user's id (custom_id for OpenAI Batch lines)
-	Model  string // the model the request names; each model is paced on its own
-	Line   int    // 1-based input line
-	Body   []byte // the request body, ready to send
-	Tokens int    // estimated prompt tokens plus max_tokens, for the token limit
-	Batch  bool   // an OpenAI Batch request line: the result is Batch-shaped
+	ID    string // the user's id (custom_id for OpenAI Batch lines)
+	Model string // the model the request names; each model is paced on its own
+	Line  int    // 1-based input line
+	Body  []byte // the request body, ready to send
+	Batch bool   // an OpenAI Batch request line: the result is Batch-shaped
+
+	// The item's token estimate, made once when it is read and used by the
+	// token limit, the packer and the dry run alike.
+	Tokens       int // the request's: its messages plus MaxOutput, as --tpm counts them
+	PromptTokens int // the prompt's alone, for the merge caps; 0 for messages and Batch lines
+	MaxOutput    int // max_tokens (or max_completion_tokens); 0 when the body sets none
 
 	// For merging (--merge): only items made of one prompt can share a
 	// request, and only with items of the same Group.
@@ -43,6 +48,39 @@ type recordShaper struct {
 	tmpl        *template.Template
 	maxTokens   *int
 	temperature *float64
+	count       func(string) int // counts a text's tokens; nil: llm.EstimateTokens
+}
+
+// tokens estimates the tokens of text: the one count behind every estimate.
+func (s *recordShaper) tokens(text string) int {
+	if s.count == nil {
+		return llm.EstimateTokens(text)
+	}
+	return s.count(text)
+}
+
+// estimate returns the tokens of msgs, each with the few that frame a message.
+func (s *recordShaper) estimate(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += s.tokens(llm.TextContent(m.Content)) + msgOverhead
+	}
+	return n
+}
+
+// msgOverhead is what a message adds to its text: role and delimiters.
+const msgOverhead = 4
+
+// maxOutput returns the max_tokens of a request body, or else its
+// max_completion_tokens; 0 when it sets neither.
+func maxOutput(body map[string]json.RawMessage) int {
+	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+		var n int
+		if json.Unmarshal(body[k], &n) == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // shape parses one non-blank line. Errors are causes for a *LineError.
@@ -171,12 +209,13 @@ func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 	body["model"], _ = json.Marshal(model)
 	setDefault(body, "max_tokens", s.maxTokens)
 	setDefault(body, "temperature", s.temperature)
-	it := &Item{Model: model}
+	it := &Item{Model: model, MaxOutput: maxOutput(body)}
 	if conversation {
-		it.Tokens = estimate(msgs, body["max_tokens"])
+		it.Tokens = s.estimate(msgs) + it.MaxOutput
 	} else {
 		// As estimate would make it, without decoding a long prompt again.
-		it.Tokens = llm.EstimateTokens(prompt) + 4 + estimate(msgs[:len(msgs)-1], body["max_tokens"])
+		it.PromptTokens = s.tokens(prompt)
+		it.Tokens = it.PromptTokens + msgOverhead + s.estimate(msgs[:len(msgs)-1]) + it.MaxOutput
 		if mergeable(body) {
 			it.Prompt, it.Group = prompt, groupKey(body, system)
 		}
@@ -352,17 +391,6 @@ func (s *recordShaper) shapeBatch(rec map[string]json.RawMessage, rawBody json.R
 	if err != nil {
 		return nil, id, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
-	return &Item{ID: id, Model: model, Body: out, Tokens: estimate(msgs, body["max_tokens"]), Batch: true}, id, nil
-}
-
-func estimate(msgs []llm.Message, maxTokens json.RawMessage) int {
-	n := 0
-	for _, m := range msgs {
-		n += llm.EstimateTokens(llm.TextContent(m.Content)) + 4
-	}
-	var mt int
-	if json.Unmarshal(maxTokens, &mt) == nil && mt > 0 {
-		n += mt
-	}
-	return n
+	mt := maxOutput(body)
+	return &Item{ID: id, Model: model, Body: out, Tokens: s.estimate(msgs) + mt, MaxOutput: mt, Batch: true}, id, nil
 }

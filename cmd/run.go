@@ -216,7 +216,8 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		}
 	}
 	if opts.Merge || opts.DryRun {
-		cfg.Packer = packerConfig(opts, cfg.Model, log)
+		cfg.Packer = batch.PackerConfig{MaxItems: opts.BatchItems, MaxTokens: opts.BatchTokens}
+		cfg.Count = tokenCounter(cfg.Model, log)
 	}
 	if opts.DryRun {
 		return dryRun(ctx, opts, cfg, prices)
@@ -258,20 +259,19 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	return err
 }
 
-// packerConfig sets the merged-request caps, counting tokens with the
-// model's tokenizer plus a 10% margin (providers' own tokenizers differ).
-func packerConfig(opts *RunOptions, model string, log *slog.Logger) batch.PackerConfig {
-	pc := batch.PackerConfig{MaxItems: opts.BatchItems, MaxTokens: opts.BatchTokens}
+// tokenCounter counts tokens with the model's tokenizer plus a 10% margin
+// (providers' own tokenizers differ); nil, for batch's estimate from
+// characters, when there is no tokenizer.
+func tokenCounter(model string, log *slog.Logger) func(string) int {
 	tk, err := llm.NewTokenizer(llm.EncodingFor(model))
 	if err == nil {
 		err = tk.Load()
 	}
 	if err != nil {
 		log.Warn("no tokenizer; estimating tokens from characters", "err", err)
-		return pc
+		return nil
 	}
-	pc.Count = func(s string) int { return tk.Count(s) * 11 / 10 }
-	return pc
+	return func(s string) int { return tk.Count(s) * 11 / 10 }
 }
 
 func validate(opts *RunOptions) error {
