@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/internal/jsonl"
 	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
@@ -334,42 +335,21 @@ func shellJoin(args []string) string {
 
 // countRecords counts the input lines that run reads as records or rejects:
 // those holding more than spaces, tabs and carriage returns (and, on line 1,
-// a byte order mark). Only a block of the file is in memory at a time.
+// a byte order mark). It reads them as run does (internal/jsonl); a line
+// over 1 MiB is counted without being held in memory, as no blank line is
+// that long.
 func countRecords(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	if b, _ := r.Peek(3); string(b) == "\xef\xbb\xbf" {
-		r.Discard(3)
-	}
 	var n int64
-	blank := true
-	buf := make([]byte, 1<<20)
-	for {
-		k, err := r.Read(buf)
-		for _, c := range buf[:k] {
-			switch c {
-			case '\n':
-				if !blank {
-					n++
-				}
-				blank = true
-			case ' ', '\t', '\r':
-			default:
-				blank = false
-			}
-		}
-		if err == io.EOF {
-			break
-		} else if err != nil {
-			return 0, err
+	lr := jsonl.NewReader(f, 1<<20)
+	for lr.Next() {
+		if lr.TooLong() || len(bytes.Trim(lr.Bytes(), " \t\r")) > 0 {
+			n++
 		}
 	}
-	if !blank {
-		n++
-	}
-	return n, nil
+	return n, lr.Err()
 }
