@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/llmbatch/llmbatch/llm"
@@ -135,8 +134,7 @@ func (r *run) groupFailed(ctx context.Context, items []*Item, err error, attempt
 	case errors.As(err, &ae) && ae.Kind.StopsRun():
 		r.stop(&StopError{err})
 		return false
-	case errors.As(err, &ae) && ae.Kind == llm.BadRequest && r.jsonMode.Load() &&
-		strings.Contains(strings.ToLower(ae.Message), "response_format"):
+	case errors.As(err, &ae) && ae.Kind == llm.ResponseFormatUnsupported && r.jsonMode.Load():
 		r.cfg.Logger.Info("the server refuses JSON mode; merged requests go without it", "err", ae.Message)
 		r.jsonMode.Store(false)
 		return r.sendGroup(ctx, items, emit)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 
 	"github.com/llmbatch/llmbatch/llm"
 )
@@ -111,8 +110,7 @@ func fallsBack(ae *llm.APIError) bool {
 	if ae == nil {
 		return false
 	}
-	return ae.Kind == llm.Transient || ae.Status == 404 ||
-		strings.Contains(ae.Code, "model_not_found") || strings.Contains(strings.ToLower(ae.Message), "model not found")
+	return ae.Kind == llm.Transient || ae.Kind == llm.ModelNotFound
 }
 
 // withModel returns body with its model replaced.
