@@ -33,9 +33,9 @@ func openWriter(cfg *Config) (*writer, error) {
 	created := newFilesOf(cfg.Output, cfg.Checkpoint)
 	// The results file is locked as well as the journal: two runs given the
 	// same output and different checkpoints must not both write it.
-	outLock, err := checkpoint.LockFile(cfg.Output)
+	outLock, err := lockOutput(cfg.Output)
 	if err != nil {
-		return nil, &SetupError{err}
+		return nil, err
 	}
 	j, err := checkpoint.Open(cfg.Checkpoint, cfg.settings())
 	if err != nil {
@@ -114,7 +114,7 @@ func checkPath(p, input string) error {
 // error line a crash left unrecorded (the line was written, the journal not).
 func (w *writer) recover() error {
 	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
-		if _, err := checkpoint.RepairTail(p); err != nil {
+		if _, err := repairTail(p); err != nil {
 			return &SetupError{err}
 		}
 	}
