@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/llmbatch/llmbatch/llm"
@@ -57,30 +56,5 @@ func TestRunModelNotFound(t *testing.T) {
 				t.Errorf("errors line %v: want kind model_not_found, status %d and the server's message", e, tt.status)
 			}
 		})
-	}
-}
-
-// TestMergeJSONModeRefusedInOtherWords: a refusal of JSON mode that does
-// not name response_format (DeepSeek's) still turns JSON mode off, rather
-// than splitting every group down to single requests.
-func TestMergeJSONModeRefusedInOtherWords(t *testing.T) {
-	m := &mergeModel{}
-	refusing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := readAllString(r)
-		if strings.Contains(raw, "json_object") {
-			w.WriteHeader(400)
-			fmt.Fprint(w, `{"error":{"message":"deepseek-reasoner does not support Json Output.","type":"invalid_request_error"}}`)
-			return
-		}
-		r.Body = readCloser{strings.NewReader(raw)}
-		m.ServeHTTP(w, r)
-	})
-	j := newJob(t, refusing, mergeInputs(30)...)
-	if _, err := j.run(merging); err != nil {
-		t.Fatal(err)
-	}
-	checkAllAnswered(t, j, 30)
-	if m.merged < 3 {
-		t.Errorf("%d merged requests answered: after the refusal, groups should go without JSON mode", m.merged)
 	}
 }

@@ -6,44 +6,35 @@ import (
 	"unicode/utf8"
 )
 
-func TestBytes(t *testing.T) {
+func TestClip(t *testing.T) {
 	tests := []struct {
+		clip string // "Bytes" or "Runes"
 		s    string
 		n    int
 		want string
 	}{
-		{"hello", 10, "hello"},
-		{"hello", 5, "hello"},
-		{"hello", 3, "hel…"},
-		{"héllo", 2, "h…"}, // é is two bytes: not split
-		{"héllo", 3, "hé…"},
-		{"日本語", 4, "日…"},
-		{"日本語", 0, "…"},
-		{"abc", -1, "…"},
+		{"Bytes", "hello", 10, "hello"},
+		{"Bytes", "hello", 5, "hello"},
+		{"Bytes", "hello", 3, "hel…"},
+		{"Bytes", "héllo", 2, "h…"}, // é is two bytes: not split
+		{"Bytes", "héllo", 3, "hé…"},
+		{"Bytes", "日本語", 4, "日…"},
+		{"Bytes", "日本語", 0, "…"},
+		{"Bytes", "abc", -1, "…"},
+		{"Runes", "hello", 5, "hello"},
+		{"Runes", "hello", 2, "he…"},
+		{"Runes", "日本語です", 3, "日本語…"},
+		{"Runes", "日本語", 3, "日本語"},
+		{"Runes", "", 0, ""},
+		{"Runes", "a", 0, "…"},
 	}
 	for _, tt := range tests {
-		if got := Bytes(tt.s, tt.n); got != tt.want {
-			t.Errorf("Bytes(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		clip := Bytes
+		if tt.clip == "Runes" {
+			clip = Runes
 		}
-	}
-}
-
-func TestRunes(t *testing.T) {
-	tests := []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"hello", 5, "hello"},
-		{"hello", 2, "he…"},
-		{"日本語です", 3, "日本語…"},
-		{"日本語", 3, "日本語"},
-		{"", 0, ""},
-		{"a", 0, "…"},
-	}
-	for _, tt := range tests {
-		if got := Runes(tt.s, tt.n); got != tt.want {
-			t.Errorf("Runes(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		if got := clip(tt.s, tt.n); got != tt.want {
+			t.Errorf("%s(%q, %d) = %q, want %q", tt.clip, tt.s, tt.n, got, tt.want)
 		}
 	}
 }
