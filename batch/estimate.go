@@ -55,17 +55,14 @@ func Least(requests, tokens int64, rpm, tpm int) time.Duration {
 // read.
 func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	cfg.setDefaults()
-	cfg.Counters = &Counters{} // the run's counts of lines, kept apart from any live display
+	cfg.Counters = &Counters{} // the source counts lines here, apart from any live display
 	shaper, err := newShaper(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	var rec recorded
-	switch snap, err := checkpoint.Load(cfg.Checkpoint); {
-	case err == nil:
-		rec = snap
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, &SetupError{err}
+	rec, err := loadRecorded(cfg.Checkpoint)
+	if err != nil {
+		return nil, err
 	}
 	src := newSource(&cfg, shaper, rec)
 	defer src.close()
@@ -74,30 +71,37 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	now := time.Now()
 	for {
 		it, err := src.next(ctx)
-		if err == io.EOF {
-			break
-		} else if ctx.Err() != nil {
+		switch {
+		case err == io.EOF:
+			e.addGroups(p.Flush(), shaper.tokens)
+			e.addLines(cfg.Counters, src.badBefore)
+			return e, nil
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		} else if err != nil {
+		case err != nil:
 			return nil, &SetupError{err}
 		}
 		if it.fixes > 0 {
 			e.Fixed++
 		}
-		if it.rejected != nil || it.onlyFix {
-			continue // written to the errors file or the checkpoint, never sent
+		if it.rejected == nil && !it.onlyFix { // else written to the errors file or the checkpoint, never sent
+			e.addItem(it)
+			e.addGroups(p.Add(it, now), shaper.tokens)
 		}
-		e.ToSend++
-		e.Requests++
-		e.Tokens += int64(it.Tokens)
-		e.addModel(it)
-		e.addGroups(p.Add(it, now), shaper.tokens)
 	}
-	e.addGroups(p.Flush(), shaper.tokens)
-	c := cfg.Counters
-	e.Items, e.Bad, e.DoneEarlier, e.FailedBefore = c.Read.Load(), c.Bad.Load(), c.Skipped.Load(), c.SkippedFailed.Load()
-	e.BadEarlier = src.badBefore
-	return e, nil
+}
+
+// loadRecorded reads what earlier runs recorded in the journal at path;
+// nil when there is no journal yet.
+func loadRecorded(path string) (recorded, error) {
+	snap, err := checkpoint.Load(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, &SetupError{err}
+	}
+	return snap, nil
 }
 
 func (e *Estimate) addGroups(gs [][]*Item, count func(string) int) {
@@ -111,7 +115,17 @@ func (e *Estimate) addGroups(gs [][]*Item, count func(string) int) {
 	}
 }
 
-func (e *Estimate) addModel(it *Item) {
+// addLines takes the counts of lines from the source's counters c.
+func (e *Estimate) addLines(c *Counters, badBefore int64) {
+	e.Items, e.Bad, e.BadEarlier = c.Read.Load(), c.Bad.Load(), badBefore
+	e.DoneEarlier, e.FailedBefore = c.Skipped.Load(), c.SkippedFailed.Load()
+}
+
+// addItem counts an item to send, sent alone.
+func (e *Estimate) addItem(it *Item) {
+	e.ToSend++
+	e.Requests++
+	e.Tokens += int64(it.Tokens)
 	m := e.Models[it.Model]
 	if m == nil {
 		m = &ModelEstimate{}

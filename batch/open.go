@@ -142,8 +142,13 @@ func (w *writer) recover() error {
 		return nil
 	}
 	w.cfg.Logger.Info("recovered results written just before an interruption", "lines", added)
-	// Those lines may still be in the page cache only (the crash came
-	// before their fsync): make them durable before the journal says so.
+	return w.syncRecovered()
+}
+
+// syncRecovered makes the lines recover recorded durable, then the journal:
+// they may still be in the page cache only (the crash came before their
+// fsync), and the journal must not say more than the files hold.
+func (w *writer) syncRecovered() error {
 	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
 		if err := syncFile(p); err != nil {
 			return err

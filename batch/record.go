@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -164,53 +163,16 @@ func recordID(raw json.RawMessage, line []byte) (string, error) {
 
 // chatItem makes the request of a prompt or messages record.
 func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
-	var msgs []llm.Message
-	var prompt string
-	raw, conversation := rec["messages"]
-	if conversation {
-		if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-			return nil, fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
-		}
-	} else {
-		var err error
-		if prompt, err = s.prompt(rec); err != nil {
-			return nil, err
-		}
-		content := rec["prompt"] // already a JSON string: spare a long prompt one more encoding
-		if s.tmpl != nil {
-			content = llm.TextMessage("user", prompt).Content
-		}
-		msgs = []llm.Message{{Role: "user", Content: content}}
+	msgs, prompt, system, err := s.messages(rec)
+	if err != nil {
+		return nil, err
 	}
-	system := s.system
-	if raw, ok := rec["system"]; ok {
-		if json.Unmarshal(raw, &system) != nil {
-			return nil, fmt.Errorf("%w: system must be a string", ErrNoPrompt)
-		}
+	body, model, err := s.settings(rec)
+	if err != nil {
+		return nil, err
 	}
-	if system != "" && msgs[0].Role != "system" {
-		msgs = append([]llm.Message{llm.TextMessage("system", system)}, msgs...)
-	}
-	body := map[string]json.RawMessage{}
-	if raw, ok := rec["params"]; ok {
-		if err := json.Unmarshal(raw, &body); err != nil {
-			return nil, fmt.Errorf("%w: params must be a JSON object", ErrNoPrompt)
-		}
-	}
-	model := s.model
-	if raw, ok := rec["model"]; ok {
-		if json.Unmarshal(raw, &model) != nil {
-			return nil, fmt.Errorf("%w: model must be a string", ErrNoPrompt)
-		}
-	}
-	if model == "" {
-		return nil, ErrNoModel
-	}
-	body["model"], _ = json.Marshal(model)
-	setDefault(body, "max_tokens", s.maxTokens)
-	setDefault(body, "temperature", s.temperature)
 	it := &Item{Model: model, MaxOutput: maxOutput(body)}
-	if conversation {
+	if prompt == "" {
 		it.Tokens = s.estimate(msgs) + it.MaxOutput
 	} else {
 		// As estimate would make it, without decoding a long prompt again.
@@ -221,77 +183,63 @@ func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 		}
 	}
 	delete(body, "messages") // params cannot set them
-	out, err := encodeObject(body, msgs)
-	if err != nil {
+	if it.Body, err = encodeObject(body, msgs); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
-	it.Body = out
 	return it, nil
 }
 
-// encodeObject is json.Marshal of obj with, when msgs is not nil, a
-// "messages" field holding msgs: keys sorted, values compacted. It writes
-// into a buffer sized once, so that a prompt of many megabytes is copied
-// once where the encoder's doubling buffer (and a RawMessage per level)
-// would copy it several times.
-func encodeObject(obj map[string]json.RawMessage, msgs []llm.Message) ([]byte, error) {
-	keys := make([]string, 0, len(obj)+1)
-	n := 2
-	for k, v := range obj {
-		keys = append(keys, k)
-		n += len(k) + len(v) + 8
+// messages returns a record's messages, its system prompt first when it
+// has one, its prompt ("" for a record of messages) and its system prompt.
+func (s *recordShaper) messages(rec map[string]json.RawMessage) (msgs []llm.Message, prompt, system string, err error) {
+	if raw, ok := rec["messages"]; ok {
+		if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+			return nil, "", "", fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
+		}
+	} else {
+		if prompt, err = s.prompt(rec); err != nil {
+			return nil, "", "", err
+		}
+		content := rec["prompt"] // already a JSON string: spare a long prompt one more encoding
+		if s.tmpl != nil {
+			content = llm.TextMessage("user", prompt).Content
+		}
+		msgs = []llm.Message{{Role: "user", Content: content}}
 	}
-	if msgs != nil {
-		keys = append(keys, "messages")
-		for _, m := range msgs {
-			n += len(m.Role) + len(m.Content) + 32
-		}
-	}
-	slices.Sort(keys)
-	b := bytes.NewBuffer(make([]byte, 0, n))
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		name, _ := json.Marshal(k) // a string always marshals
-		b.Write(name)
-		b.WriteByte(':')
-		var err error
-		if k == "messages" && msgs != nil {
-			err = encodeMessages(b, msgs)
-		} else {
-			err = json.Compact(b, obj[k])
-		}
-		if err != nil {
-			return nil, err
+	system = s.system
+	if raw, ok := rec["system"]; ok {
+		if json.Unmarshal(raw, &system) != nil {
+			return nil, "", "", fmt.Errorf("%w: system must be a string", ErrNoPrompt)
 		}
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	if system != "" && msgs[0].Role != "system" {
+		msgs = append([]llm.Message{llm.TextMessage("system", system)}, msgs...)
+	}
+	return msgs, prompt, system, nil
 }
 
-// encodeMessages appends msgs to b as json.Marshal would, but for HTML
-// characters, which it leaves as they are.
-func encodeMessages(b *bytes.Buffer, msgs []llm.Message) error {
-	b.WriteByte('[')
-	for i, m := range msgs {
-		if i > 0 {
-			b.WriteByte(',')
+// settings returns the request body a record's params and model make, with
+// the run's defaults, and the model.
+func (s *recordShaper) settings(rec map[string]json.RawMessage) (map[string]json.RawMessage, string, error) {
+	body := map[string]json.RawMessage{}
+	if raw, ok := rec["params"]; ok {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return nil, "", fmt.Errorf("%w: params must be a JSON object", ErrNoPrompt)
 		}
-		role, _ := json.Marshal(m.Role)
-		b.WriteString(`{"role":`)
-		b.Write(role)
-		b.WriteString(`,"content":`)
-		if len(m.Content) == 0 {
-			b.WriteString("null")
-		} else if err := json.Compact(b, m.Content); err != nil {
-			return err
-		}
-		b.WriteByte('}')
 	}
-	b.WriteByte(']')
-	return nil
+	model := s.model
+	if raw, ok := rec["model"]; ok {
+		if json.Unmarshal(raw, &model) != nil {
+			return nil, "", fmt.Errorf("%w: model must be a string", ErrNoPrompt)
+		}
+	}
+	if model == "" {
+		return nil, "", ErrNoModel
+	}
+	body["model"], _ = json.Marshal(model)
+	setDefault(body, "max_tokens", s.maxTokens)
+	setDefault(body, "temperature", s.temperature)
+	return body, model, nil
 }
 
 // unmergeable are request fields whose meaning a merged request would
