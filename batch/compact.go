@@ -2,7 +2,7 @@ package batch
 
 import (
 	"bufio"
-	"fmt"
+	"hash/maphash"
 	"os"
 )
 
@@ -16,31 +16,25 @@ import (
 //
 // # Memory
 //
-// It reads the file twice through the reconciler, a line at a time: the
-// first pass finds the keys with more than one line, the second writes. It
-// keeps an idSet of the keys (flat: hashes spilled to temporary files) and
-// the keys that have more than one line, with the number of their last:
-// never the file.
+// It reads the file twice, a line at a time: first through the reconciler,
+// to judge each line and find the last of each key, then to copy the lines
+// kept. Between the passes it holds a bit for each line and, while judging,
+// a 64-bit hash and a line number for each key with a live line (some 20
+// bytes a failed item, less than the journal holds for it already); never
+// the file. Two keys that share a hash (odds of about n²/2^65: 3e-8 for a
+// million) would keep one line between them.
 func (w *writer) compactErrors() error {
 	path := w.cfg.Errors
-	rc := reconciler{status: w.j.Status}
-	last, drop, err := lastLines(rc, path)
+	keep, drop, err := linesToKeep(reconciler{status: w.j.Status}, path)
 	if err != nil || drop == 0 {
 		return err
 	}
-	keep := func(l *fileLine) bool {
-		if l.key == "" {
-			return true // not an errors line: not ours to judge, so kept
-		}
-		n, several := last[l.key]
-		return !l.stale() && (!several || n == l.n)
-	}
 	return replaceFile(path, func(bw *bufio.Writer) error {
-		return rc.errorsFile(path, func(l *fileLine) error {
-			if !keep(l) {
+		return scan(path, false, func(n int, b []byte) error {
+			if !keep.has(n) {
 				return nil
 			}
-			if _, err := bw.Write(l.raw); err != nil {
+			if _, err := bw.Write(b); err != nil {
 				return err
 			}
 			return bw.WriteByte('\n')
@@ -48,33 +42,47 @@ func (w *writer) compactErrors() error {
 	})
 }
 
-// lastLines reads the errors file at path and returns, for each key that
-// has more than one live line, the number of its last, and how many lines
-// compaction drops.
-func lastLines(rc reconciler, path string) (last map[string]int, drop int, err error) {
-	seen := newIDSet()
-	defer seen.close()
-	last = map[string]int{}
+// linesToKeep judges the lines of the errors file at path and returns the
+// numbers of those compaction keeps, and how many it drops. A line that is
+// not an errors line is not ours to judge, and is kept.
+func linesToKeep(rc reconciler, path string) (keep bitset, drop int, err error) {
+	seed := maphash.MakeSeed()
+	last := map[uint64]int{} // key hash → its last live line so far
 	err = rc.errorsFile(path, func(l *fileLine) error {
 		switch {
 		case l.key == "":
-			return nil
+			keep.set(l.n, true)
 		case l.stale():
 			drop++
-			return nil
-		}
-		fresh, err := seen.add(l.key)
-		if err != nil {
-			return &WriteError{fmt.Errorf("compact %s: %w", path, err)}
-		}
-		if !fresh {
-			last[l.key] = l.n
-			drop++
+		default:
+			h := maphash.String(seed, l.key)
+			if n, again := last[h]; again {
+				keep.set(n, false)
+				drop++
+			}
+			last[h] = l.n
+			keep.set(l.n, true)
 		}
 		return nil
 	})
-	return last, drop, err
+	return keep, drop, err
 }
+
+// bitset is a set of line numbers, a bit each.
+type bitset []uint64
+
+func (b *bitset) set(n int, on bool) {
+	for n/64 >= len(*b) {
+		*b = append(*b, 0)
+	}
+	if on {
+		(*b)[n/64] |= 1 << (n % 64)
+	} else {
+		(*b)[n/64] &^= 1 << (n % 64)
+	}
+}
+
+func (b bitset) has(n int) bool { return n/64 < len(b) && b[n/64]&(1<<(n%64)) != 0 }
 
 // replaceFile writes a new file at path with fill, made durable, in place of
 // the old one. On any failure the old file is left as it was, and the
