@@ -120,7 +120,10 @@ func (e *StepError) Error() string {
 // A state record whose status and counts equal s's counts as a quiet poll
 // (Quiet grows); the live loop applies such a record without journaling it.
 func Apply(s Shard, r Record) (Shard, error) {
-	at := time.UnixMilli(r.At)
+	var at time.Time // a record without a time leaves the shard's times zero: due at once
+	if r.At != 0 {
+		at = time.UnixMilli(r.At).UTC()
+	}
 	if s.Phase != Unplanned && r.Shard != s.N {
 		return s, &StepError{r.Shard, r.Step, s.Phase}
 	}
