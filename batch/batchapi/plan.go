@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 )
 
 // The provider limits a [Planner] keeps by default: OpenAI's, which the
@@ -66,7 +67,7 @@ func FileName(n int, hash string) string {
 var (
 	ErrLineTooLarge = errors.New("its batch line is larger than a shard may be")
 	ErrBody         = errors.New("its request body is not a JSON object")
-	ErrNoID         = errors.New("it has no custom_id")
+	ErrID           = errors.New("it has no custom_id")
 )
 
 // An ItemError says why one request cannot go into any shard. The item is
@@ -74,7 +75,7 @@ var (
 type ItemError struct {
 	ID   string
 	Size int64 // the line's size in bytes, for ErrLineTooLarge
-	Err  error // ErrLineTooLarge, ErrBody or ErrNoID
+	Err  error // ErrLineTooLarge, ErrBody or ErrID
 }
 
 func (e *ItemError) Error() string {
@@ -139,7 +140,9 @@ func NewPlanner(cfg PlanConfig) *Planner {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
 	cfg.First = max(cfg.First, 1)
-	p := &Planner{cfg: cfg, limit: cfg.MaxBytes / 100 * 95, h: sha256.New()}
+	// 95%, rounded down, without overflow for any int64
+	limit := cfg.MaxBytes/20*19 + cfg.MaxBytes%20*19/20
+	p := &Planner{cfg: cfg, limit: limit, h: sha256.New()}
 	p.cur.N, p.cur.Round = cfg.First, cfg.Round
 	p.enc = json.NewEncoder(&p.buf)
 	return p
@@ -211,8 +214,8 @@ type batchLine struct {
 
 // encode returns l's line, newline included, valid until the next call.
 func (p *Planner) encode(l Line) ([]byte, error) {
-	if l.ID == "" {
-		return nil, &ItemError{ID: l.ID, Err: ErrNoID}
+	if l.ID == "" || !utf8.ValidString(l.ID) {
+		return nil, &ItemError{ID: l.ID, Err: ErrID}
 	}
 	if b := bytes.TrimSpace(l.Body); len(b) == 0 || b[0] != '{' {
 		return nil, &ItemError{ID: l.ID, Err: ErrBody}
