@@ -67,7 +67,7 @@ func FileName(n int, hash string) string {
 var (
 	ErrLineTooLarge = errors.New("its batch line is larger than a shard may be")
 	ErrBody         = errors.New("its request body is not a JSON object")
-	ErrID           = errors.New("it has no custom_id")
+	ErrID           = errors.New("its custom_id is empty or not valid UTF-8") // it would not read back the same
 )
 
 // An ItemError says why one request cannot go into any shard. The item is
