@@ -124,61 +124,85 @@ func Apply(s Shard, r Record) (Shard, error) {
 	if r.At != 0 {
 		at = time.UnixMilli(r.At).UTC()
 	}
-	if s.Phase != Unplanned && r.Shard != s.N {
-		return s, &StepError{r.Shard, r.Step, s.Phase}
-	}
 	next, ok := s, false
-	switch r.Step {
-	case StepPlanned:
-		if ok = s.Phase <= Planned; ok {
-			next = Shard{N: r.Shard, Round: r.Round, Hash: r.Hash, Lines: r.Lines, Bytes: r.Bytes,
-				Tokens: r.Tokens, Phase: Planned, Cancel: s.Cancel, CancelAt: s.CancelAt}
-		}
-	case StepUploaded:
-		if ok = s.Phase == Planned; ok {
-			next.Phase, next.File = Uploaded, r.File
-		}
-	case StepCreating:
-		if ok = s.Phase == Uploaded || s.Phase == Creating; ok {
-			next.Phase, next.CreatingAt = Creating, at
-		}
-	case StepCreated:
-		if ok = s.Phase == Creating; ok {
-			next.Phase, next.Batch, next.Status = Submitted, r.Batch, cmp.Or(r.Status, StatusValidating)
-			next.Note, next.Polled, next.Quiet = r.Note, at, 0
-		}
-	case StepAbsent:
-		if ok = s.Phase == Creating; ok {
-			next.Phase = Uploaded
-		}
-	case StepRefused:
-		if ok = s.Phase == Creating; ok {
-			next.Phase, next.Retry, next.Code, next.Note = Collected, s.Lines, r.Code, r.Note
-		}
-	case StepState:
-		if ok = s.Phase == Submitted; ok {
-			next = applyState(s, r, at)
-		}
-	case StepCancel: // harmless on a finished shard: there is nothing left to cancel
-		if ok = true; s.Phase != Finished && !s.Cancel {
-			next.Cancel, next.CancelAt = true, at
-		}
-	case StepCollected:
-		if ok = s.Phase == Submitted && s.Status.Done(); ok {
-			next.Phase, next.Retry = Collected, r.Retry
-			if r.Retry == 0 {
-				next.Phase = Finished
-			}
-		}
-	case StepResubmitted, StepReported:
-		if ok = s.Phase == Collected || (s.Phase == Submitted && s.Status == StatusFailed); ok {
-			next.Phase = Finished
+	if s.Phase == Unplanned || r.Shard == s.N {
+		if next, ok = submitStep(s, r, at); !ok {
+			next, ok = runStep(s, r, at)
 		}
 	}
 	if !ok {
 		return s, &StepError{r.Shard, r.Step, s.Phase}
 	}
 	return next, nil
+}
+
+// submitStep applies the steps up to the batch's creation, and reports
+// whether r was one of them and follows from s.
+func submitStep(s Shard, r Record, at time.Time) (Shard, bool) {
+	switch r.Step {
+	case StepPlanned:
+		if s.Phase <= Planned {
+			return Shard{N: r.Shard, Round: r.Round, Hash: r.Hash, Lines: r.Lines, Bytes: r.Bytes,
+				Tokens: r.Tokens, Phase: Planned, Cancel: s.Cancel, CancelAt: s.CancelAt}, true
+		}
+	case StepUploaded:
+		if s.Phase == Planned {
+			s.Phase, s.File = Uploaded, r.File
+			return s, true
+		}
+	case StepCreating:
+		if s.Phase == Uploaded || s.Phase == Creating {
+			s.Phase, s.CreatingAt = Creating, at
+			return s, true
+		}
+	case StepCreated:
+		if s.Phase == Creating {
+			s.Phase, s.Batch, s.Status = Submitted, r.Batch, cmp.Or(r.Status, StatusValidating)
+			s.Note, s.Polled, s.Quiet = r.Note, at, 0
+			return s, true
+		}
+	case StepAbsent:
+		if s.Phase == Creating {
+			s.Phase = Uploaded
+			return s, true
+		}
+	case StepRefused:
+		if s.Phase == Creating {
+			s.Phase, s.Retry, s.Code, s.Note = Collected, s.Lines, r.Code, r.Note
+			return s, true
+		}
+	}
+	return s, false
+}
+
+// runStep applies the steps from the batch's creation on, and reports
+// whether r was one of them and follows from s.
+func runStep(s Shard, r Record, at time.Time) (Shard, bool) {
+	switch r.Step {
+	case StepState:
+		if s.Phase == Submitted {
+			return applyState(s, r, at), true
+		}
+	case StepCancel: // harmless on a finished shard: there is nothing left to cancel
+		if s.Phase != Finished && !s.Cancel {
+			s.Cancel, s.CancelAt = true, at
+		}
+		return s, true
+	case StepCollected:
+		if s.Phase == Submitted && s.Status.Done() {
+			s.Phase, s.Retry = Collected, r.Retry
+			if r.Retry == 0 {
+				s.Phase = Finished
+			}
+			return s, true
+		}
+	case StepResubmitted, StepReported:
+		if s.Phase == Collected || (s.Phase == Submitted && s.Status == StatusFailed) {
+			s.Phase = Finished
+			return s, true
+		}
+	}
+	return s, false
 }
 
 // applyState takes in a state record: the provider's view at time at.
