@@ -11,7 +11,7 @@ import (
 // do takes one step, as the wiring will: network calls and records in the
 // order each Do's doc gives.
 func (w *world) do(n int, a Action) error {
-	s := w.shards[n]
+	s, _ := w.tr.Shard(n)
 	if err := w.tick(); err != nil { // a kill before the step
 		return err
 	}
@@ -43,8 +43,7 @@ func (w *world) do(n int, a Action) error {
 	case Poll:
 		r := StateRecord(n, w.prov.view(w.batch(s.Batch), w.now), w.now)
 		if next, _ := Apply(s, r); next.Status == s.Status && next.Counts == s.Counts {
-			w.shards[n] = next // a quiet poll: applied, not journaled
-			return nil
+			return w.tr.Apply(r) // a quiet poll: applied, not journaled
 		}
 		return w.record(r)
 	case Download:
@@ -110,8 +109,8 @@ func TestKillAtEveryStep(t *testing.T) {
 	total := clean.ops
 	t.Logf("%d kill points, each killed once and twice", total)
 	checkWorld(t, "no kill", clean)
-	if len(clean.shards) != 4 { // a, b and c, and the half of b that expired
-		t.Fatalf("a run with no kill made %d shards, want 4", len(clean.shards))
+	if len(clean.tr.Shards()) != 4 { // a, b and c, and the half of b that expired
+		t.Fatalf("a run with no kill made %d shards, want 4", len(clean.tr.Shards()))
 	}
 	for k := 1; k <= total; k++ {
 		for _, twice := range []bool{false, true} {
@@ -148,9 +147,12 @@ func checkWorld(t *testing.T, name string, w *world) {
 	if len(missing) > 0 {
 		t.Errorf("%s: lines without exactly one result: %s", name, strings.Join(missing, " "))
 	}
-	for n, s := range w.shards {
+	for _, s := range w.tr.Shards() {
 		if s.Phase != Finished {
-			t.Errorf("%s: shard %d ends %v", name, n, s.Phase)
+			t.Errorf("%s: shard %d ends %v", name, s.N, s.Phase)
 		}
+	}
+	if n := w.tr.AtProvider(); n != 0 {
+		t.Errorf("%s: %d shards still at the provider", name, n)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -82,7 +81,7 @@ type world struct {
 	input    []string
 
 	ops, kill int // the run is killed at operation number kill (0: never)
-	shards    map[int]Shard
+	tr        *Tracker
 }
 
 func newWorld() *world {
@@ -114,9 +113,7 @@ func (w *world) record(r Record) error {
 		return err
 	}
 	w.journal = append(w.journal, line...)
-	s, err := Apply(w.shards[r.Shard], r)
-	w.shards[r.Shard] = s
-	if err != nil {
+	if err := w.tr.Apply(r); err != nil {
 		return err
 	}
 	return w.tick()
@@ -124,7 +121,7 @@ func (w *world) record(r Record) error {
 
 // replay rebuilds the shards from the journal's bytes, as a rerun does.
 func (w *world) replay() error {
-	w.shards = map[int]Shard{}
+	w.tr = NewTracker(Policy{})
 	for _, line := range strings.SplitAfter(string(w.journal), "\n") {
 		if line == "" {
 			continue
@@ -133,7 +130,7 @@ func (w *world) replay() error {
 		if err != nil {
 			return err
 		}
-		if w.shards[r.Shard], err = Apply(w.shards[r.Shard], r); err != nil {
+		if err := w.tr.Apply(r); err != nil {
 			return err
 		}
 	}
@@ -146,8 +143,8 @@ func (w *world) left(ids []string, except int) []string {
 	var out []string
 	for _, id := range ids {
 		taken := w.written[id] > 0 || w.reported[id]
-		for n, s := range w.shards {
-			taken = taken || (n != except && s.Phase != Finished && slices.Contains(w.files[s.Hash], id))
+		for _, s := range w.tr.Shards() {
+			taken = taken || (s.N != except && s.Phase != Finished && slices.Contains(w.files[s.Hash], id))
 		}
 		if !taken {
 			out = append(out, id)
@@ -164,7 +161,7 @@ func (w *world) plan(ids []string, round int) error {
 		sum := sha256.Sum256([]byte(strings.Join(chunk, "\n")))
 		hash := hex.EncodeToString(sum[:])
 		w.files[hash] = slices.Clone(chunk)
-		n := len(w.shards) + 1
+		n := w.tr.Last() + 1
 		if err := w.record(Plan{N: n, Round: round, Hash: hash, Lines: len(chunk), Bytes: 100}.Record(w.now)); err != nil {
 			return err
 		}
@@ -183,27 +180,17 @@ func (w *world) run(kill int) error {
 		return err
 	}
 	for {
-		n, a, ok := w.due()
+		n, a, ok := w.tr.Next(w.now)
 		if !ok {
-			return nil
-		}
-		if a.At.After(w.now) {
-			w.now = a.At // the owner's timer fires
+			d, waiting := w.tr.UntilNext(w.now)
+			if !waiting {
+				return nil
+			}
+			w.now = w.now.Add(d) // the owner's timer fires
+			continue
 		}
 		if err := w.do(n, a); err != nil {
 			return err
 		}
 	}
-}
-
-// due returns the shard whose next action comes first.
-func (w *world) due() (int, Action, bool) {
-	best, found := Action{}, 0
-	for _, n := range slices.Sorted(maps.Keys(w.shards)) {
-		a := (Policy{}).Next(w.shards[n], w.now)
-		if a.Do != Stop && (found == 0 || a.At.Before(best.At)) {
-			best, found = a, n
-		}
-	}
-	return found, best, found != 0
 }
