@@ -1,24 +1,21 @@
 // Package batchapi is the pure core of `llmbatch run --batch-api` (DESIGN §8):
 // it cuts a job into shards, says what each shard needs next, and reads the
-// provider's answers; it does no network I/O, starts no goroutine and reads
-// no clock (time is passed in). A job flows through it like this:
+// provider's answers. It does no network I/O, starts no goroutine and reads
+// no clock. A job flows through it like this:
 //
-//  1. A [Planner] turns request lines into shard files of at most 50,000 lines
-//     and 95% of 200 MB, each with a number and a SHA-256 ([Plan]).
-//  2. Each Plan's planned [Record] is journaled; from then on the shard is a
-//     [Shard], rebuilt on a rerun by [Apply]ing its records in order.
-//  3. [Policy.Next] says the shard's next step (upload, create, find by
-//     [Metadata], poll on a [Schedule], cancel, download, resubmit, report);
-//     the owner does it, journals the record the step's doc names, applies it,
-//     and asks again. A create is sent only after its intent is journaled, so a
-//     kill at any instant never submits a shard twice ([Pick] finds the batch a
-//     lost record left behind).
-//  4. Each downloaded line is [Classify]'d as llm classifies an online answer:
-//     written, retried in a later shard (or online), or reported.
-//  5. [Price.AtBatch] and [Factor] give the cost at batch prices.
+//  1. A [Planner] writes request lines into shard files of at most 50,000
+//     lines and 95% of 200 MB; each [Plan] has a number and a SHA-256.
+//  2. Each Plan's planned [Record] is journaled; from then on a [Tracker]
+//     holds the shard, rebuilt on a rerun by applying its records in order.
+//  3. [Policy.Next] (through [Tracker.Next]) names each shard's next step:
+//     upload, create, find by [Metadata], poll on a [Schedule], cancel,
+//     download, resubmit, report. The owner takes it, journals the record the
+//     step's doc names, applies it, and asks again. A create is sent only once
+//     its intent is journaled, and one whose record was lost is found with
+//     [Pick], so a kill at any instant never submits a shard twice.
+//  4. Each output line is [Classify]'d as llm classifies an online answer.
+//  5. [Price.AtBatch] and [Factor] price the job at batch rates.
 //
-// The wiring (package batch and cmd) owns the loop, the client calls, the
-// results writer and the journal: it must journal and sync each record before
-// the next network step, add these records to the checkpoint journal's replay,
-// and keep an item done elsewhere, or already in a live shard, out of new ones.
+// The wiring (batch and cmd) owns the loop, the client calls, the results
+// writer and the journal; see the package's README notes in each type.
 package batchapi

@@ -177,8 +177,25 @@ func TestPlannerItemErrors(t *testing.T) {
 	if _, err := p.Add(lines(t, 1, 950)[0]); err != nil { // the planner goes on
 		t.Fatalf("Add after item errors = %v", err)
 	}
+
 	if pl, err := p.Flush(); err != nil || pl == nil || pl.Lines != 1 || pl.Bytes != 950 {
 		t.Fatalf("Flush() = %+v, %v; want the one line that fits", pl, err)
+	}
+}
+
+func TestPlannerDuplicateID(t *testing.T) {
+	p := NewPlanner(PlanConfig{MaxRequests: 2})
+	a := Line{ID: "a", Body: []byte(`{}`)}
+	b := Line{ID: "b", Body: []byte(`{}`)}
+	for i, tt := range []struct {
+		l    Line
+		cut  bool
+		want error
+	}{{a, false, nil}, {a, false, ErrDuplicateID}, {b, false, nil}, {a, true, nil}} { // the last starts shard 2
+		pl, err := p.Add(tt.l)
+		if (pl != nil) != tt.cut || !errors.Is(err, tt.want) {
+			t.Errorf("Add #%d (%s) = %v, %v; want a cut %v, error %v", i, tt.l.ID, pl, err, tt.cut, tt.want)
+		}
 	}
 }
 
