@@ -18,7 +18,7 @@ const (
 	Success   Class = iota + 1 // a chat completion: written as the item's result
 	Retry                      // 5xx, 429, batch_expired, batch_cancelled: into a later shard, or online
 	Permanent                  // any other 4xx: the item goes to the errors file
-	Halt                       // auth or a spent quota: no line can succeed; the job stops (exit 3), the line unfinished
+	Halt                       // auth or a spent quota: counted as Retry, and the job stops (exit 3) once collected
 )
 
 var classNames = [...]string{"class(0)", "success", "retry", "permanent", "halt"}

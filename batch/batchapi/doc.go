@@ -17,5 +17,7 @@
 //  5. [Price.AtBatch] and [Factor] price the job at batch rates.
 //
 // The wiring (batch and cmd) owns the loop, the client calls, the results
-// writer and the journal; see the package's README notes in each type.
+// writer and the journal: it journals and syncs each record before the next
+// network step, and keeps an item that has a result, or is in a live shard,
+// out of new shards.
 package batchapi

@@ -93,11 +93,15 @@ func (p Policy) Next(s Shard, now time.Time) Action {
 
 // submitted decides for a shard whose batch exists.
 func (p Policy) submitted(s Shard) Action {
-	again := s.Polled.Add(p.delay(s.Quiet))
+	again := s.Polled
+	if again.Before(s.CreatedAt) {
+		again = s.CreatedAt // not read since the create
+	}
+	again = again.Add(p.delay(s.Quiet))
 	switch {
 	case s.Cancel && !s.Status.Done() && s.Status != StatusCancelling:
 		if s.Polled.Before(s.CancelAt) {
-			return Action{Do: Cancel} // not yet sent (as far as the journal knows)
+			return Action{Do: Cancel} // not sent yet, as far as the journal knows: no state read since
 		}
 		return Action{Do: Cancel, At: again} // sent, and the provider has not taken it yet
 	case !s.Status.Done():

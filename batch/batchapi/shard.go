@@ -94,8 +94,9 @@ type Shard struct {
 
 	Cancel     bool      // the user asked to cancel: the batch is cancelled, and what is left resubmitted by a rerun
 	CreatingAt time.Time // when the last create was (or was about to be) sent
+	CreatedAt  time.Time // when the batch's id was journaled: the time since submit counts from here
 	CancelAt   time.Time // when the cancel was asked for
-	Polled     time.Time // when the provider's state was last read
+	Polled     time.Time // when a state record was last applied: the provider's state last read
 	Quiet      int       // polls in a row that found no change, for the poll schedule
 }
 
@@ -158,7 +159,7 @@ func submitStep(s Shard, r Record, at time.Time) (Shard, bool) {
 	case StepCreated:
 		if s.Phase == Creating {
 			s.Phase, s.Batch, s.Status = Submitted, r.Batch, cmp.Or(r.Status, StatusValidating)
-			s.Note, s.Polled, s.Quiet = r.Note, at, 0
+			s.Note, s.CreatedAt, s.Quiet = r.Note, at, 0
 			return s, true
 		}
 	case StepAbsent:
