@@ -123,6 +123,8 @@ func TestNext(t *testing.T) {
 		{"cancel of a shard not yet created: a rerun goes on", []Record{rPlanned, {Shard: 1, Step: StepCancel}}, Policy{}, 0,
 			Action{Do: Upload}},
 		{"the zero shard: nothing", nil, Policy{}, 0, Action{Do: Stop}},
+		{"dropped (its file was lost before the upload): nothing", []Record{rPlanned, {Shard: 1, Step: StepDropped}}, Policy{}, 0,
+			Action{Do: Stop}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,6 +177,7 @@ func TestApplyRefuses(t *testing.T) {
 			Record{Shard: 1, Step: StepCollected}},
 		{"another shard's record", []Record{rPlanned}, Record{Shard: 2, Step: StepUploaded, File: "f"}},
 		{"planned again after upload", []Record{rPlanned, rUploaded}, rPlanned},
+		{"dropped after upload", []Record{rPlanned, rUploaded}, Record{Shard: 1, Step: StepDropped}},
 		{"reported before collected", []Record{rPlanned, rUploaded, rCreating, rCreated}, Record{Shard: 1, Step: StepReported}},
 	}
 	for _, tt := range tests {

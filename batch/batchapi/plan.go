@@ -144,8 +144,7 @@ func NewPlanner(cfg PlanConfig) *Planner {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
 	cfg.First = max(cfg.First, 1)
-	// 95%, rounded down, without overflow for any int64
-	limit := cfg.MaxBytes/20*19 + cfg.MaxBytes%20*19/20
+	limit := cfg.MaxBytes/20*19 + cfg.MaxBytes%20*19/20 // 95%, rounded down, with no overflow
 	p := &Planner{cfg: cfg, limit: limit, h: sha256.New(), ids: map[[16]byte]struct{}{}}
 	p.cur.N, p.cur.Round = cfg.First, cfg.Round
 	p.enc = json.NewEncoder(&p.buf)

@@ -246,22 +246,6 @@ func TestPlannerCloseAndStickyError(t *testing.T) {
 	}
 }
 
-func TestReadLinesRefuses(t *testing.T) {
-	for _, in := range []string{"{not json}\n", `{"custom_id":"","body":{}}`, `{"custom_id":"a"}`} {
-		if err := ReadLines(strings.NewReader(in), 0, func(Line) error { return nil }); !errors.Is(err, ErrShardLine) {
-			t.Errorf("ReadLines(%q) = %v, want ErrShardLine", in, err)
-		}
-	}
-	long := `{"custom_id":"a","body":{"p":"` + strings.Repeat("x", 200<<10) + `"}}`
-	if err := ReadLines(strings.NewReader(long), 100<<10, func(Line) error { return nil }); !errors.Is(err, ErrShardLine) {
-		t.Errorf("ReadLines(a 200 KiB line, limit 100 KiB) = %v, want ErrShardLine", err)
-	}
-	var got Line
-	if err := ReadLines(strings.NewReader(long), 0, func(l Line) error { got = l; return nil }); err != nil || len(got.Body) < 200<<10 {
-		t.Errorf("ReadLines(a 200 KiB line) = %v, body of %d bytes", err, len(got.Body))
-	}
-}
-
 // FuzzPlanner: any ids and bodies, and any limits: no panic; every line is
 // either refused with an *ItemError or in exactly one shard, in order, and
 // no shard breaks a limit.

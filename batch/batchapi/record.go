@@ -16,6 +16,7 @@ type Step string
 // follows it is taken; see [Next].
 const (
 	StepPlanned     Step = "planned"     // the shard's file is written: number, round, hash, lines, bytes, tokens
+	StepDropped     Step = "dropped"     // the planned file was lost before its upload: its lines go into new shards
 	StepUploaded    Step = "uploaded"    // the provider holds the file: File
 	StepCreating    Step = "creating"    // a create is about to be sent (intent; At)
 	StepCreated     Step = "created"     // the batch exists: Batch (and, when found by metadata, Status and Note)
@@ -125,7 +126,7 @@ func (r Record) check() error {
 		if !r.Status.known() {
 			return bad("without a known status")
 		}
-	case StepCreating, StepAbsent, StepRefused, StepCancel, StepCollected, StepResubmitted, StepReported:
+	case StepDropped, StepCreating, StepAbsent, StepRefused, StepCancel, StepCollected, StepResubmitted, StepReported:
 	default:
 		return fmt.Errorf("%w: unknown step %.40q", ErrNotRecord, r.Step)
 	}

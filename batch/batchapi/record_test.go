@@ -10,6 +10,7 @@ import (
 var allSteps = []Record{
 	rPlanned, rUploaded, rCreating, rCreated,
 	{Shard: 1, Step: StepAbsent, At: 5},
+	{Shard: 4, Step: StepDropped, Note: "shard-000004-….jsonl is missing"},
 	{Shard: 1, Step: StepRefused, Code: "invalid_file", Note: "the provider refused the input file"},
 	{Shard: 1, Step: StepState, At: 7, Status: StatusInProgress, Total: 100, Completed: 40, Failed: 2, Output: "file-o", Errors: "file-e"},
 	{Shard: 1, Step: StepCancel, At: 8},

@@ -52,7 +52,7 @@ const (
 	Creating               // creating: a create may have been sent, its answer not journaled
 	Submitted              // created: the batch exists; Status follows the provider
 	Collected              // collected: its results are written; Retry lines still have none
-	Finished               // done: nothing more to do (collected with Retry 0, resubmitted, reported)
+	Finished               // done: nothing more to do (collected with Retry 0, resubmitted, reported, dropped)
 )
 
 var phaseNames = [...]string{"unplanned", "planned", "uploaded", "creating", "submitted", "collected", "finished"}
@@ -149,6 +149,11 @@ func submitStep(s Shard, r Record, at time.Time) (Shard, bool) {
 	case StepUploaded:
 		if s.Phase == Planned {
 			s.Phase, s.File = Uploaded, r.File
+			return s, true
+		}
+	case StepDropped:
+		if s.Phase == Planned {
+			s.Phase, s.Note = Finished, r.Note
 			return s, true
 		}
 	case StepCreating:

@@ -3,6 +3,8 @@ package batchapi
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +71,32 @@ func nextLine(br *bufio.Reader, long *[]byte, limit int64) ([]byte, error) {
 		}
 		return bytes.TrimSuffix(frag, []byte("\n")), err
 	}
+}
+
+// ErrHashMismatch is wrapped by [Verify] for a shard file whose content is
+// not what its planned record says.
+var ErrHashMismatch = errors.New("batchapi: the shard file does not hold what was planned")
+
+// Verify reads the shard file at path and checks that its SHA-256 is hash
+// (as planned), returning its size. A rerun verifies a planned shard's file
+// before uploading it: a file missing (an error wrapping fs.ErrNotExist) or
+// changed is never uploaded; the owner journals a dropped record for the
+// shard instead, and its lines go into new shards.
+func Verify(path, hash string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("batchapi: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return n, fmt.Errorf("batchapi: read %s: %w", path, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != hash {
+		return n, fmt.Errorf("%w: %s has SHA-256 %.16s…, the journal planned %.16s…", ErrHashMismatch, path, got, hash)
+	}
+	return n, nil
 }
 
 // syncDir fsyncs a directory so that a file renamed in it survives a crash.
