@@ -9,6 +9,7 @@ type index struct {
 	status map[keyHash]Status
 	names  map[keyHash]string // the keys whose status is Failed or Bad
 	counts [4]int             // distinct keys that are Done, Failed, Bad, Fixed
+	steps  [][]byte           // the step lines, in order (see # Step lines)
 }
 
 // newIndex returns an empty index sized for a journal file of size bytes.

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -96,7 +97,7 @@ func (rp *replayer) header() (s Settings, fresh bool, err error) {
 	return s, false, nil
 }
 
-// records replays the records that follow the header into x. It returns the offset just past the last
+// records replays the records that follow the header into x, and keeps its step lines (see # Step lines). It returns the offset just past the last
 // valid record, which is short of the end when the file has a torn tail: a last line without its newline,
 // or a line that is not a record followed by nothing that is (a crash or power loss leaves torn records
 // and NUL bytes, never a valid record after them). It returns a *CorruptError when a valid record does
@@ -118,6 +119,10 @@ func (rp *replayer) records(x *index) (end int64, err error) {
 			set(x, hashKey(key), key, st)
 			continue
 		}
+		if isStep(line) {
+			x.steps = append(x.steps, bytes.Clone(line))
+			continue
+		}
 		switch valid, err := rp.recordFollows(); {
 		case err != nil:
 			return 0, err
@@ -129,7 +134,7 @@ func (rp *replayer) records(x *index) (end int64, err error) {
 }
 
 // recordFollows reads on to the end and reports whether any line left, with or without its newline, is a
-// valid record.
+// valid record or step line.
 func (rp *replayer) recordFollows() (bool, error) {
 	for {
 		line, _, err := rp.next()
@@ -139,7 +144,7 @@ func (rp *replayer) recordFollows() (bool, error) {
 		case err != nil:
 			return false, opError("read", rp.path, err)
 		}
-		if _, _, err := parseRecord(line); err == nil {
+		if _, _, err := parseRecord(line); err == nil || isStep(line) {
 			return true, nil
 		}
 	}
