@@ -50,7 +50,9 @@ func (o *offload) shardPath(s batchapi.Shard) string {
 }
 
 // metaPath is the items file beside a shard file.
-func metaPath(shardPath string) string { return strings.TrimSuffix(shardPath, ".jsonl") + ".items.jsonl" }
+func metaPath(shardPath string) string {
+	return strings.TrimSuffix(shardPath, ".jsonl") + ".items.jsonl"
+}
 
 // eachMeta calls fn with each item of shard s, in the shard file's order.
 func (o *offload) eachMeta(s batchapi.Shard, fn func(itemMeta) error) error {

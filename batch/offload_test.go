@@ -232,7 +232,6 @@ func TestBatchAPIExpiry(t *testing.T) {
 	}
 }
 
-
 // TestBatchAPIModels: a batch takes one model, so items of two models go
 // into shards of their own, and none fails for mixing them.
 func TestBatchAPIModels(t *testing.T) {
