@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -227,7 +228,12 @@ func (o *offload) record(r batchapi.Record) error {
 		return err
 	}
 	s, _ := o.tr.Shard(r.Shard)
-	o.cfg.Logger.Info("shard", "n", s.N, "step", string(r.Step), "batch", s.Batch, "status", string(s.Status),
+	level := slog.LevelInfo
+	switch r.Step {
+	case batchapi.StepUploaded, batchapi.StepCreating, batchapi.StepCancel:
+		level = slog.LevelDebug // the step after says it
+	}
+	o.cfg.Logger.Log(context.Background(), level, "shard", "n", s.N, "step", string(r.Step), "batch", s.Batch, "status", string(s.Status),
 		"lines", s.Lines, "completed", s.Counts.Completed, "failed", s.Counts.Failed)
 	if o.api.OnShard != nil {
 		o.api.OnShard(s)

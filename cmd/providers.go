@@ -15,26 +15,39 @@ import (
 // for merged requests; a server that refuses it is detected at the first
 // refusal and merged requests go on without it.
 type preset struct {
-	BaseURL string        // OpenAI-compatible base
-	KeyEnv  string        // the variable its users already have; "" for none
-	Model   string        // a default model, when the provider has an obvious one
-	NoKey   bool          // runs locally without a key
-	Timeout time.Duration // one attempt, when --timeout is not given: long answers and busy servers take minutes
+	BaseURL     string        // OpenAI-compatible base
+	KeyEnv      string        // the variable its users already have; "" for none
+	Model       string        // a default model, when the provider has an obvious one
+	NoKey       bool          // runs locally without a key
+	Timeout     time.Duration // one attempt, when --timeout is not given: long answers and busy servers take minutes
+	BatchAPI    bool          // the provider serves OpenAI's Files and Batch API (--batch-api)
+	Concurrency int           // requests in flight, when -j is not given; 0: the flag's default
+	PollEvery   time.Duration // --poll-every when not given; 0: the flag's default
 }
 
 var presets = map[string]preset{
-	"openai": {BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", Timeout: 10 * time.Minute},
+	"openai": {BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", Timeout: 10 * time.Minute, BatchAPI: true},
 	// DeepSeek holds a request for many minutes under load, sending blank
 	// keep-alive lines until it answers.
 	"deepseek": {BaseURL: "https://api.deepseek.com/v1", KeyEnv: "DEEPSEEK_API_KEY", Model: "deepseek-chat", Timeout: 15 * time.Minute},
 	"doubao":   {BaseURL: "https://ark.cn-beijing.volces.com/api/v3", KeyEnv: "ARK_API_KEY", Timeout: 10 * time.Minute},
 	"ollama":   {BaseURL: "http://localhost:11434/v1", NoKey: true, Timeout: 10 * time.Minute},
 	"vllm":     {BaseURL: "http://localhost:8000/v1", KeyEnv: "VLLM_API_KEY", NoKey: true, Timeout: 10 * time.Minute},
-	"mock":     {Model: "mock-1", NoKey: true},
+	"mock":     {Model: "mock-1", NoKey: true, BatchAPI: true, PollEvery: 250 * time.Millisecond}, // its batches take seconds
+	// The providers that copy OpenAI's Batch API, at half their online prices.
+	"dashscope": {BaseURL: "https://dashscope.aliyuncs.com/compatible-mode/v1", KeyEnv: "DASHSCOPE_API_KEY", Model: "qwen-plus", Timeout: 10 * time.Minute, BatchAPI: true},
+	"moonshot":  {BaseURL: "https://api.moonshot.cn/v1", KeyEnv: "MOONSHOT_API_KEY", Timeout: 10 * time.Minute, BatchAPI: true},
+	"groq":      {BaseURL: "https://api.groq.com/openai/v1", KeyEnv: "GROQ_API_KEY", Timeout: 10 * time.Minute, BatchAPI: true},
+	"together":  {BaseURL: "https://api.together.xyz/v1", KeyEnv: "TOGETHER_API_KEY", Timeout: 10 * time.Minute, BatchAPI: true},
+	// Ark's batch chat endpoint: the online protocol on another path, at the
+	// batch price, where a request may wait for hours before its answer. So
+	// a whole day per attempt, and many requests in flight: the endpoint
+	// queues them rather than refusing them.
+	"doubao-batch": {BaseURL: "https://ark.cn-beijing.volces.com/api/v3/batch", KeyEnv: "ARK_API_KEY", Timeout: 24 * time.Hour, Concurrency: 500},
 }
 
 func presetNames() []string {
-	return []string{"openai", "deepseek", "doubao", "ollama", "vllm", "mock"}
+	return []string{"openai", "deepseek", "doubao", "doubao-batch", "dashscope", "moonshot", "groq", "together", "ollama", "vllm", "mock"}
 }
 
 // endpoint is where and as whom requests go.

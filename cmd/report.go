@@ -44,6 +44,7 @@ type Report struct {
 		Prompt     int64 `json:"prompt"`
 		Completion int64 `json:"completion"`
 	} `json:"tokens"`
+	BatchAPI *BatchAPIReport `json:"batch_api,omitempty"` // a --batch-api run's shards; its cost is at batch prices
 }
 
 // EffectiveLimit is the pacing in force for a model when the run ended.

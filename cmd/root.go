@@ -22,6 +22,7 @@ const (
 	exitFailedItems = 1   // the run finished; some items failed (see the errors file)
 	exitUsage       = 2   // usage, config or input file error; nothing was sent
 	exitStopped     = 3   // stopped by the API or a write failure; rerun to resume
+	exitQueued      = 4   // work is queued at the provider's Batch API (--batch-api --no-wait); rerun to collect
 	exitInterrupted = 130 // interrupted by a signal; rerun to resume
 )
 
@@ -71,7 +72,7 @@ same command and no item is sent twice once its result is on disk.`,
 	root.SetErr(ios.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdMock(f), NewCmdConfig(f), NewCmdVersion(ios))
-	root.AddCommand(NewCmdStatus(f, nil))
+	root.AddCommand(NewCmdStatus(f, nil), NewCmdCancel(f, nil))
 	return root
 }
 
@@ -98,6 +99,8 @@ func codeOf(err error) int {
 		return exitUsage
 	case errors.Is(err, batch.ErrInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.As(err, new(*batch.QueuedError)):
+		return exitQueued
 	case errors.As(err, new(*batch.StopError)), errors.As(err, new(*batch.WriteError)):
 		return exitStopped
 	case isCobraUsage(err): // last: an API's message may hold the same words

@@ -78,6 +78,8 @@ type RunOptions struct {
 	LogFormat   string        // text, json
 	Verbose     bool
 	Quiet       bool
+
+	BatchAPI BatchAPIOptions // --batch-api and its flags
 }
 
 // runLong and runExample are the help of `llmbatch run`.
@@ -127,6 +129,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	c.Flags().SortFlags = false // help lists them in the order below
 	addEndpointFlags(c.Flags(), opts)
 	addJobFlags(c.Flags(), opts, &raw)
+	addBatchAPIFlags(c.Flags(), &opts.BatchAPI)
 	return c
 }
 
@@ -212,6 +215,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	if opts.DryRun {
 		return dryRun(ctx, opts, rc.batch, rc.prices)
+	}
+	if opts.BatchAPI.On {
+		return runBatchAPI(ctx, opts, rc, log)
 	}
 	return runBatch(ctx, opts, rc, log)
 }

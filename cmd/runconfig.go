@@ -67,6 +67,12 @@ func applyPreset(fl *pflag.FlagSet, opts *RunOptions) error {
 	if p.Timeout > 0 && !fl.Changed("timeout") {
 		opts.Timeout = p.Timeout
 	}
+	if p.Concurrency > 0 && !fl.Changed("concurrency") {
+		opts.Concurrency = p.Concurrency
+	}
+	if p.PollEvery > 0 && !fl.Changed("poll-every") {
+		opts.BatchAPI.PollEvery = p.PollEvery
+	}
 	return nil
 }
 

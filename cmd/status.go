@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/batch/batchapi"
 	"github.com/llmbatch/llmbatch/checkpoint"
 	"github.com/llmbatch/llmbatch/internal/jsonl"
 	"github.com/llmbatch/llmbatch/internal/textclip"
@@ -74,6 +75,8 @@ type JobStatus struct {
 	Resume      string   `json:"resume"`
 	RetryFailed string   `json:"retry_failed"` // Resume with --retry-failed, redoing the failed items; "" when none failed
 	Warnings    []string `json:"warnings"`     // what does not add up, also printed on stderr; [] when all is well
+
+	Shards []batchapi.Shard `json:"shards,omitempty"` // a --batch-api job's batches, by number
 }
 
 // NewCmdStatus returns `llmbatch status`. runF replaces the command's work
@@ -156,6 +159,9 @@ func jobStatus(opts *StatusOptions) (*JobStatus, error) {
 			return nil, &batch.SetupError{Err: fmt.Errorf("input: %w", unwrapPath(err))}
 		}
 		st.Input, st.Records = &input, &n
+	}
+	if st.Shards, err = batch.LoadShards(opts.Checkpoint); err != nil {
+		return nil, err
 	}
 	st.conclude(opts)
 	return st, nil
@@ -268,6 +274,7 @@ func printStatus(w io.Writer, st *JobStatus) {
 		}
 		line("settings:", "%s", strings.Join(kv, " "))
 	}
+	printShards(w, st.Shards)
 	printNext(w, st)
 }
 
