@@ -195,6 +195,10 @@ func (o *offload) poll(ctx context.Context, s batchapi.Shard, cancel bool) error
 		get = o.cfg.Client.CancelBatch
 	}
 	b, err := get(ctx, s.Batch)
+	var ae *llm.APIError
+	if cancel && errors.As(err, &ae) && ae.Kind == llm.BadRequest {
+		b, err = o.cfg.Client.GetBatch(ctx, s.Batch) // done before the cancel came: nothing to cancel
+	}
 	if err != nil {
 		return err
 	}

@@ -170,3 +170,81 @@ func TestBatchAPIKill(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchAPINoWait: --no-wait submits and exits 4 while the batches are
+// at the provider; the same command run again (as cron would) collects
+// them, exiting 4 until the last is in, then 0.
+func TestBatchAPINoWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	srv := newAPIServer(t, mock.BatchConfig{Delay: 300 * time.Millisecond})
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	prompts := writeInput(t, in, 25)
+	args := batchArgs(srv.URL+"/v1", out, in, "--no-wait")
+	codes := []int{}
+	for len(codes) < 50 {
+		p := start(t, dir, childEnv(), nil, args...)
+		code := p.wait(t, 30*time.Second)
+		codes = append(codes, code)
+		if code != 4 {
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(codes) < 2 || codes[0] != 4 || codes[len(codes)-1] != 0 {
+		t.Fatalf("exit codes %v: want 4 first, then 0 once collected", codes)
+	}
+	checkComplete(t, out, prompts)
+	if st := srv.h.BatchStats(); st.Batches != 3 || len(srv.twice()) > 0 {
+		t.Errorf("BatchStats %+v, created twice %v: want 3 batches, each created once", st, srv.twice())
+	}
+	// A run with nothing left exits 0 and creates nothing.
+	p := start(t, dir, childEnv(), nil, args...)
+	if code := p.wait(t, 30*time.Second); code != 0 || srv.h.BatchStats().Batches != 3 {
+		t.Errorf("run after the end: exit %d, %d batches; want 0 and still 3", code, srv.h.BatchStats().Batches)
+	}
+}
+
+// TestBatchAPICancel: `llmbatch cancel` cancels the job's batches at the
+// provider and says so in status; a rerun collects what they finished and
+// resubmits the rest, so every item ends with one result.
+func TestBatchAPICancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	srv := newAPIServer(t, mock.BatchConfig{Delay: 50 * time.Millisecond, LineTime: 100 * time.Millisecond})
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	prompts := writeInput(t, in, 25)
+	args := batchArgs(srv.URL+"/v1", out, in)
+	p := start(t, dir, childEnv(), nil, append(args, "--no-wait")...)
+	if code := p.wait(t, 30*time.Second); code != 4 {
+		t.Fatalf("--no-wait: exit %d, want 4; stderr:\n%s", code, p.stderr.String())
+	}
+	time.Sleep(250 * time.Millisecond) // some lines finish
+	c := start(t, dir, childEnv(), nil, "cancel", "--base-url", srv.URL+"/v1", "--model", "m", out)
+	if code := c.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("cancel: exit %d; stderr:\n%s", code, c.stderr.String())
+	}
+	if !strings.Contains(c.stdout.String(), "cancel") {
+		t.Errorf("cancel listed no cancelled shard:\n%s", c.stdout.String())
+	}
+	st := start(t, dir, childEnv(), nil, "status", out)
+	st.wait(t, 30*time.Second)
+	if !strings.Contains(st.stdout.String(), "batch_mock_1") {
+		t.Errorf("status lists no shard:\n%s", st.stdout.String())
+	}
+	p2 := start(t, dir, childEnv(), nil, args...)
+	if code := p2.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("rerun after cancel: exit %d; stderr:\n%s", code, p2.stderr.String())
+	}
+	checkComplete(t, out, prompts)
+	if st := srv.h.BatchStats(); st.Batches <= 3 || len(srv.twice()) > 0 {
+		t.Errorf("BatchStats %+v, created twice %v: want more than 3 (what the cancel left, resubmitted), none twice", st, srv.twice())
+	}
+}
