@@ -137,8 +137,8 @@ func (sp *shardPlanner) add(it *Item) error {
 			return ferr
 		}
 	}
-	if err != nil {
-		return err
+	if err != nil || sp.cfg.Dir == "" {
+		return err // no Dir: a dry run, writing no file
 	}
 	if sp.f == nil {
 		if sp.f, err = os.CreateTemp(sp.cfg.Dir, ".items-*.tmp"); err != nil {
@@ -153,6 +153,10 @@ func (sp *shardPlanner) add(it *Item) error {
 
 // finish makes the items file of plan durable under its name.
 func (sp *shardPlanner) finish(plan batchapi.Plan) error {
+	if sp.f == nil { // a dry run
+		sp.plans = append(sp.plans, plan)
+		return nil
+	}
 	tmp := sp.f.Name()
 	err := sp.w.Flush()
 	if err == nil {

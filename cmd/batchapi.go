@@ -140,3 +140,31 @@ func newBatchAPIReport(s *batch.APISummary) *BatchAPIReport {
 	}
 	return r
 }
+
+// dryRunBatchAPI prints the shards a --batch-api run would submit, their
+// tokens and the cost at batch prices, sending nothing.
+func dryRunBatchAPI(ctx context.Context, opts *RunOptions, cfg batch.Config, prices priceTable) error {
+	api, err := opts.BatchAPI.config(opts.Provider)
+	if err != nil {
+		return err
+	}
+	e, err := batch.EstimateBatchAPI(ctx, cfg, api)
+	if err != nil {
+		return err
+	}
+	w := opts.IO.Out
+	fmt.Fprintf(w, "items:            %d read (%d bad lines, %d done earlier, %d failed earlier, %d in batches under way)\n",
+		e.Items, e.Bad, e.DoneEarlier, e.FailedBefore, e.Live)
+	fmt.Fprintf(w, "to submit:        %d items in %d batches (at most %d lines and 95%% of %d bytes each)\n",
+		e.ToSend, len(e.Shards), api.MaxRequests, api.MaxBytes)
+	for _, p := range e.Shards {
+		fmt.Fprintf(w, "  shard %-4d      %6d lines %10d bytes  ~%d prompt tokens\n", p.N, p.Lines, p.Bytes, p.Tokens)
+	}
+	fmt.Fprintf(w, "tokens:           ~%d (prompts plus max_tokens)\n", e.Tokens)
+	fmt.Fprintf(w, "cost:             %s, at batch prices (%.0f%% of the online price)\n",
+		estimateCost(&e.Estimate, prices.scaled(api.PriceFactor)), api.PriceFactor*100)
+	if len(e.Earlier) > 0 {
+		fmt.Fprintf(w, "earlier batches:  %d (see llmbatch status)\n", len(e.Earlier))
+	}
+	return nil
+}

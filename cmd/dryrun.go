@@ -11,6 +11,9 @@ import (
 // dryRun prints what a run would send, and the least time the limits
 // allow, without sending anything or taking any lock.
 func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config, prices priceTable) error {
+	if opts.BatchAPI.On {
+		return dryRunBatchAPI(ctx, opts, cfg, prices)
+	}
 	e, err := batch.EstimateRun(ctx, cfg)
 	if err != nil {
 		return err

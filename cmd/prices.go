@@ -80,3 +80,13 @@ func costText(dollars float64, unknown int64) string {
 	}
 	return "cost " + money(dollars)
 }
+
+// scaled returns the table with every price times f: the prices of a
+// Batch API that charges that share.
+func (t priceTable) scaled(f float64) priceTable {
+	s := priceTable{prices: make(map[string]batch.Price, len(t.prices)), byLen: t.byLen}
+	for k, p := range t.prices {
+		s.prices[k] = batch.Price{In: p.In * f, Out: p.Out * f}
+	}
+	return s
+}
