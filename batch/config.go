@@ -30,6 +30,8 @@ type Config struct {
 	Temperature *float64 // temperature for records that do not set it
 	Fallbacks   []string // models tried in order for an item whose attempts failed on 5xx, no answer or an unknown model
 
+	Count func(string) int // counts a text's tokens for every estimate of an item, made once as it is read (the token limit, the merge caps, the dry run); nil: llm.EstimateTokens
+
 	Merge    bool         // pack small items into merged requests (DESIGN §4)
 	Packer   PackerConfig // the caps of merged requests
 	JSONMode bool         // ask for response_format json_object in merged requests

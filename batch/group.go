@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/llmbatch/llmbatch/llm"
@@ -83,7 +82,7 @@ func (r *run) sendGroup(ctx context.Context, items []*Item, emit func(outcome) b
 	if err != nil {
 		return r.halves(ctx, items, emit)
 	}
-	req := &llm.Request{Model: items[0].Model, Body: body, Tokens: bodyTokens(body), Label: "group:" + items[0].ID}
+	req := &llm.Request{Model: items[0].Model, Body: body, Tokens: mergedTokens(items, r.shaper.tokens), Label: "group:" + items[0].ID}
 	resp, n, err := r.cfg.Client.Do(ctx, req)
 	if err != nil {
 		return r.groupFailed(ctx, items, err, n, emit)
@@ -135,8 +134,7 @@ func (r *run) groupFailed(ctx context.Context, items []*Item, err error, attempt
 	case errors.As(err, &ae) && ae.Kind.StopsRun():
 		r.stop(&StopError{err})
 		return false
-	case errors.As(err, &ae) && ae.Kind == llm.BadRequest && r.jsonMode.Load() &&
-		strings.Contains(strings.ToLower(ae.Message), "response_format"):
+	case errors.As(err, &ae) && ae.Kind == llm.ResponseFormatUnsupported && r.jsonMode.Load():
 		r.cfg.Logger.Info("the server refuses JSON mode; merged requests go without it", "err", ae.Message)
 		r.jsonMode.Store(false)
 		return r.sendGroup(ctx, items, emit)
@@ -166,7 +164,7 @@ func promptShares(items []*Item) []float64 {
 	shares := make([]float64, len(items))
 	total := 0.0
 	for i, it := range items {
-		shares[i] = float64(max(1, llm.EstimateTokens(it.Prompt)))
+		shares[i] = float64(max(1, it.PromptTokens))
 		total += shares[i]
 	}
 	for i := range shares {

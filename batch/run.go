@@ -58,7 +58,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 }
 
 func newShaper(cfg *Config) (*recordShaper, error) {
-	s := &recordShaper{model: cfg.Model, system: cfg.System, maxTokens: cfg.MaxTokens, temperature: cfg.Temperature}
+	s := &recordShaper{model: cfg.Model, system: cfg.System, maxTokens: cfg.MaxTokens, temperature: cfg.Temperature, count: cfg.Count}
 	if cfg.Template != "" {
 		t, err := template.New("prompt").Option("missingkey=error").Parse(cfg.Template)
 		if err != nil {

@@ -5,59 +5,27 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 
-	"github.com/llmbatch/llmbatch/checkpoint"
 	"github.com/llmbatch/llmbatch/llm"
 )
 
-// read streams the input into items: records to send, and rejected lines
-// (as items carrying their error) for the writer to record. Items done in an
-// earlier run are skipped. It returns an error only when the input cannot
-// be read.
+// read streams the input into items through the run's [source]: records
+// to send, and rejected lines (as items carrying their error) for the
+// writer to record. It returns an error only when the input cannot be read.
 func (r *run) read(ctx context.Context, items chan<- *Item) error {
 	defer close(items)
-	lr := newLineReader(r.cfg.Input, r.cfg.MaxLineBytes)
-	seen := newIDSet()
-	defer seen.close()
-	c := r.cfg.Counters
-	// Lines rejected by earlier runs are looked up only when there are any:
-	// those of this run are all behind the reader.
-	_, _, bad := r.j.Counts()
+	src := newSource(r.cfg, r.shaper, r.j)
+	defer src.close()
 	for {
-		line, n, err := lr.next()
-		var le *LineError
-		var it *Item
+		it, err := src.next(ctx)
 		switch {
 		case err == io.EOF:
 			r.readAll.Store(true)
 			return nil
-		case errors.As(err, &le):
+		case ctx.Err() != nil:
+			return nil
 		case err != nil:
 			return err
-		case len(trimSpace(line)) == 0:
-			continue // blank lines are allowed between records
-		default:
-			it, le = r.classify(line, n, seen)
-		}
-		c.Read.Add(1)
-		wasBad := bad > 0 && r.lineWasBad(n)
-		switch {
-		case le != nil && wasBad:
-			c.Bad.Add(1)
-			continue // recorded by an earlier run
-		case le != nil:
-			c.Bad.Add(1)
-			it = &Item{ID: le.ID, Line: n, rejected: le}
-		case r.skip(it):
-			if !wasBad {
-				continue
-			}
-			// The line was fixed into one done earlier (lines moved, say):
-			// only its rejection is to be cleared.
-			it = &Item{Line: n, fixes: n, onlyFix: true}
-		case wasBad:
-			it.fixes = n // the line was fixed: its answer clears its rejection
 		}
 		select {
 		case items <- it:
@@ -68,46 +36,6 @@ func (r *run) read(ctx context.Context, items chan<- *Item) error {
 			return nil
 		}
 	}
-}
-
-// lineWasBad reports whether an earlier run rejected input line n.
-func (r *run) lineWasBad(n int) bool {
-	st, ok := r.j.Status(lineKey(n))
-	return ok && st == checkpoint.Bad
-}
-
-// classify shapes a line into an item, or says why it is rejected.
-func (r *run) classify(line []byte, n int, seen *idSet) (*Item, *LineError) {
-	it, id, err := r.shaper.shape(line)
-	if err == nil {
-		if fresh, serr := seen.add(it.ID); serr != nil {
-			r.stop(&StopError{serr})
-			return nil, &LineError{Line: n, ID: id, Err: serr}
-		} else if !fresh {
-			err = ErrDuplicateID
-		}
-	}
-	if err != nil {
-		return nil, &LineError{Line: n, ID: id, Err: err}
-	}
-	it.Line = n
-	return it, nil
-}
-
-// skip reports whether an item already has its outcome from an earlier run.
-func (r *run) skip(it *Item) bool {
-	st, ok := r.j.Status(itemKey(it.ID))
-	switch {
-	case !ok:
-		return false
-	case st == checkpoint.Done:
-		r.cfg.Counters.Skipped.Add(1)
-		return true
-	case st == checkpoint.Failed && !r.cfg.RetryFailed:
-		r.cfg.Counters.SkippedFailed.Add(1)
-		return true
-	}
-	return false
 }
 
 // work sends groups of items until there are none left or the run stops.
@@ -182,8 +110,7 @@ func fallsBack(ae *llm.APIError) bool {
 	if ae == nil {
 		return false
 	}
-	return ae.Kind == llm.Transient || ae.Status == 404 ||
-		strings.Contains(ae.Code, "model_not_found") || strings.Contains(strings.ToLower(ae.Message), "model not found")
+	return ae.Kind == llm.Transient || ae.Kind == llm.ModelNotFound
 }
 
 // withModel returns body with its model replaced.
@@ -194,14 +121,4 @@ func withModel(body []byte, model string) ([]byte, error) {
 	}
 	m["model"], _ = json.Marshal(model)
 	return json.Marshal(m)
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

@@ -70,7 +70,7 @@ type writer struct {
 	cfg       *Config
 	spend     func(asked, answered string, u *usage) // counts the cost of an answer
 	j         *checkpoint.Journal
-	outLock   *checkpoint.FileLock
+	outLock   *outputLock
 	out, errs *appendFile
 	pending   []pendingKey
 

@@ -89,6 +89,11 @@ func apiKeys(opts *RunOptions, p preset) ([]string, error) {
 		var keys []string
 		for _, name := range strings.Split(opts.APIKeyEnv, ",") {
 			name = strings.TrimSpace(name)
+			if !envName(name) {
+				// Not echoed: what is pasted here by mistake is often the key itself.
+				return nil, usageErr("--api-key-env takes the names of environment variables (letters, digits, _), " +
+					"not a key: export the key in a variable and give its name")
+			}
 			k := strings.TrimSpace(opts.Getenv(name))
 			if k == "" {
 				return nil, usageErr("--api-key-env %s: that environment variable is empty or unset", name)
@@ -110,6 +115,21 @@ func apiKeys(opts *RunOptions, p preset) ([]string, error) {
 		return nil, usageErr("no API key: set %s (or name another variable with --api-key-env)", strings.Join(names, " or "))
 	}
 	return nil, nil
+}
+
+// envName reports whether s can be the name of an environment variable
+// holding a key: letters, digits and _, not starting with a digit, and
+// short, since a long run of letters and digits is more likely a key.
+func envName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func plainRemote(base string) bool {

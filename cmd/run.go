@@ -249,6 +249,21 @@ func runBatch(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slog.L
 	return err
 }
 
+// tokenCounter counts tokens with the model's tokenizer plus a 10% margin
+// (providers' own tokenizers differ); nil, for batch's estimate from
+// characters, when there is no tokenizer.
+func tokenCounter(model string, log *slog.Logger) func(string) int {
+	tk, err := llm.NewTokenizer(llm.EncodingFor(model))
+	if err == nil {
+		err = tk.Load()
+	}
+	if err != nil {
+		log.Warn("no tokenizer; estimating tokens from characters", "err", err)
+		return nil
+	}
+	return func(s string) int { return tk.Count(s) * 11 / 10 }
+}
+
 func validate(opts *RunOptions) error {
 	switch {
 	case opts.Concurrency < 1:

@@ -115,7 +115,8 @@ func buildConfigs(opts *RunOptions, in io.Reader, ep endpoint, log *slog.Logger)
 		RunSettings: opts.RunSettings, RetryFailed: opts.RetryFailed, Stop: opts.Stop, Logger: log,
 	}
 	if opts.Merge || opts.DryRun {
-		rc.batch.Packer = packerConfig(opts, log)
+		rc.batch.Packer = batch.PackerConfig{MaxItems: opts.BatchItems, MaxTokens: opts.BatchTokens}
+		rc.batch.Count = tokenCounter(opts.Model, log)
 	}
 	rc.llm = llm.Config{
 		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, ConnectTimeout: opts.ConnectTimeout,
@@ -130,20 +131,4 @@ func buildConfigs(opts *RunOptions, in io.Reader, ep endpoint, log *slog.Logger)
 func limiterConfig(opts *RunOptions, log *slog.Logger) llm.LimiterConfig {
 	return llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
 		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log}
-}
-
-// packerConfig sets the merged-request caps, counting tokens with the
-// model's tokenizer plus a 10% margin (providers' own tokenizers differ).
-func packerConfig(opts *RunOptions, log *slog.Logger) batch.PackerConfig {
-	pc := batch.PackerConfig{MaxItems: opts.BatchItems, MaxTokens: opts.BatchTokens}
-	tk, err := llm.NewTokenizer(llm.EncodingFor(opts.Model))
-	if err == nil {
-		err = tk.Load()
-	}
-	if err != nil {
-		log.Warn("no tokenizer; estimating tokens from characters", "err", err)
-		return pc
-	}
-	pc.Count = func(s string) int { return tk.Count(s) * 11 / 10 }
-	return pc
 }

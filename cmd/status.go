@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/llmbatch/llmbatch/batch"
 	"github.com/llmbatch/llmbatch/checkpoint"
+	"github.com/llmbatch/llmbatch/internal/jsonl"
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // StatusOptions is everything `llmbatch status` needs; flags fill it in,
@@ -216,7 +218,7 @@ func (st *JobStatus) resumeArgs(opts *StatusOptions, retry bool) []string {
 		name := strings.ReplaceAll(k, "_", "-") // max_tokens is --max-tokens
 		if runFlags.Lookup(name) == nil {
 			if !retry { // warn once
-				st.warn("the job's setting %s=%s has no run flag: set it as the first run did", k, shellQuote(clipRunes(st.Settings[k], 40)))
+				st.warn("the job's setting %s=%s has no run flag: set it as the first run did", k, shellQuote(textclip.Runes(st.Settings[k], 40)))
 			}
 			continue
 		}
@@ -262,7 +264,7 @@ func printStatus(w io.Writer, st *JobStatus) {
 	if len(st.Settings) > 0 {
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
-			kv = append(kv, k+"="+shellQuote(clipRunes(st.Settings[k], 40)))
+			kv = append(kv, k+"="+shellQuote(textclip.Runes(st.Settings[k], 40)))
 		}
 		line("settings:", "%s", strings.Join(kv, " "))
 	}
@@ -317,14 +319,6 @@ func kinds(byKind map[string]int64) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// clipRunes cuts s to n runes, marking the cut with "…".
-func clipRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
-}
-
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -345,42 +339,21 @@ func shellJoin(args []string) string {
 
 // countRecords counts the input lines that run reads as records or rejects:
 // those holding more than spaces, tabs and carriage returns (and, on line 1,
-// a byte order mark). Only a block of the file is in memory at a time.
+// a byte order mark). It reads them as run does (internal/jsonl); a line
+// over 1 MiB is counted without being held in memory, as no blank line is
+// that long.
 func countRecords(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	if b, _ := r.Peek(3); string(b) == "\xef\xbb\xbf" {
-		r.Discard(3)
-	}
 	var n int64
-	blank := true
-	buf := make([]byte, 1<<20)
-	for {
-		k, err := r.Read(buf)
-		for _, c := range buf[:k] {
-			switch c {
-			case '\n':
-				if !blank {
-					n++
-				}
-				blank = true
-			case ' ', '\t', '\r':
-			default:
-				blank = false
-			}
-		}
-		if err == io.EOF {
-			break
-		} else if err != nil {
-			return 0, err
+	lr := jsonl.NewReader(f, 1<<20)
+	for lr.Next() {
+		if lr.TooLong() || len(bytes.Trim(lr.Bytes(), " \t\r")) > 0 {
+			n++
 		}
 	}
-	if !blank {
-		n++
-	}
-	return n, nil
+	return n, lr.Err()
 }
