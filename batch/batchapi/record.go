@@ -123,14 +123,14 @@ func (r Record) check() error {
 			return bad("without a batch id")
 		}
 	case StepState:
-		if !r.Status.known() {
+		if !knownStatus(r.Status) {
 			return bad("without a known status")
 		}
 	case StepDropped, StepCreating, StepAbsent, StepRefused, StepCancel, StepCollected, StepResubmitted, StepReported:
 	default:
 		return fmt.Errorf("%w: unknown step %.40q", ErrNotRecord, r.Step)
 	}
-	if r.Status != "" && !r.Status.known() {
+	if r.Status != "" && !knownStatus(r.Status) {
 		return bad("with an unknown status")
 	}
 	return nil
