@@ -13,7 +13,7 @@ type Step string
 
 // The steps of a shard, in the order they are journaled. Each one is
 // appended to the job's journal (and synced) before the network step that
-// follows it is taken; see [Next].
+// follows it is taken; see [Policy.Next].
 const (
 	StepPlanned     Step = "planned"     // the shard's file is written: number, round, hash, lines, bytes, tokens
 	StepDropped     Step = "dropped"     // the planned file was lost before its upload: its lines go into new shards
