@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/llmbatch/llmbatch/llm"
 )
@@ -40,81 +39,60 @@ type Result struct {
 }
 
 // ErrResultLine is wrapped by [Classify] for a line that is not a result
-// line: not JSON, or without a custom_id.
+// line: not JSON of that shape, or without a custom_id.
 var ErrResultLine = errors.New("batchapi: not a batch result line")
-
-// resultLine is the wire shape of an output or error file's line.
-type resultLine struct {
-	ID       string `json:"id"`
-	CustomID string `json:"custom_id"`
-	Response *struct {
-		StatusCode int             `json:"status_code"`
-		RequestID  string          `json:"request_id"`
-		Body       json.RawMessage `json:"body"`
-	} `json:"response"`
-	Error *struct {
-		Code    json.RawMessage `json:"code"`
-		Message string          `json:"message"`
-	} `json:"error"`
-}
 
 // Classify reads one line of a batch's output or error file, in OpenAI's
 // shape {"id","custom_id","response":{"status_code","body"},"error"}, and
-// says what it means:
-//   - a response with a 2xx status and a usable chat completion is a
-//     Success, its Response as an online request's;
-//   - any other response is classified by its status and body, and an
-//     error object with no response (batch_expired, batch_cancelled) as a
-//     server-side failure, both by llm as online failures are: a retryable
-//     kind is Retry, a kind that stops a run is Halt, any other Permanent;
-//   - a line with neither, or a response without a status, is Retry.
-//
-// It returns an error wrapping [ErrResultLine], and no Result, for a line
-// that is not JSON or has no custom_id: such a line cannot be matched to
-// an item, whose line stays without a result.
+// classifies it with [ClassifyLine]. It returns an error wrapping
+// [ErrResultLine], and no Result, for a line that is not of that shape or
+// has no custom_id: such a line cannot be matched to an item, whose line
+// stays without a result. (A whole file is read with llm.ReadBatchResults,
+// whose lines go to ClassifyLine.)
 func Classify(line []byte) (Result, error) {
-	var l resultLine
+	var l llm.BatchResultLine
 	if err := json.Unmarshal(line, &l); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrResultLine, err)
 	}
 	if l.CustomID == "" {
 		return Result{}, fmt.Errorf("%w: no custom_id", ErrResultLine)
 	}
+	return ClassifyLine(l), nil
+}
+
+// ClassifyLine says what a result line means, by llm's reading of it
+// ([llm.BatchResultLine.Result]), which classifies it as an online answer:
+//   - a response with a 2xx status and a usable chat completion is a
+//     Success, its Response shaped as an online request's;
+//   - any other response is classified by its status and body, and an error
+//     object with no response (batch_expired, batch_cancelled) as a
+//     server-side failure: a retryable kind is Retry, a kind that stops a
+//     run is Halt, any other Permanent;
+//   - a line with neither, or whose response has no status, is Retry.
+func ClassifyLine(l llm.BatchResultLine) Result {
+	if l.Response != nil && l.Response.StatusCode == 0 {
+		l.Response = nil // no status: no response to judge; the error object, if any, says more
+	}
 	res := Result{CustomID: l.CustomID}
-	switch r := l.Response; {
-	case r != nil && r.StatusCode != 0:
-		res.Response, res.Err = llm.ClassifyAnswer(r.StatusCode, r.RequestID, r.Body)
-	case l.Error != nil:
-		res.Err = llm.ClassifyLineError(text(l.Error.Code), l.Error.Message)
-	default:
-		res.Err = &llm.APIError{Kind: llm.Transient, Status: http.StatusOK, Message: "batch line has no response status and no error"}
+	resp, err := l.Result()
+	if err == nil {
+		res.Response, res.Class = resp, Success
+		return res
+	}
+	if !errors.As(err, &res.Err) { // Result fails only with an *APIError; be safe all the same
+		res.Err = &llm.APIError{Kind: llm.Transient, Message: err.Error()}
 	}
 	res.Class = classOf(res.Err)
-	return res, nil
+	return res
 }
 
 // classOf maps llm's verdict to a Class.
 func classOf(e *llm.APIError) Class {
 	switch {
-	case e == nil:
-		return Success
 	case e.Kind.Retryable():
 		return Retry
 	case e.Kind.StopsRun():
 		return Halt
 	}
 	return Permanent
-}
-
-// text returns a JSON string's value, or the JSON text of any other value
-// (a numeric code), "" for null or nothing.
-func text(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(raw)
 }

@@ -47,9 +47,9 @@ func (p *provider) view(b *simBatch, now time.Time) Remote {
 	case age < 10*time.Minute:
 		r.Status, r.Counts = StatusInProgress, Counts{Total: len(b.ids)}
 	case b.expire:
-		r.Status, r.Counts, r.Output = StatusExpired, Counts{len(b.ids), len(b.ids) / 2, 0}, "out-"+b.ID
+		r.Status, r.Counts, r.Output = StatusExpired, Counts{Total: len(b.ids), Completed: len(b.ids) / 2}, "out-"+b.ID
 	default:
-		r.Status, r.Counts, r.Output = StatusCompleted, Counts{len(b.ids), len(b.ids), 0}, "out-"+b.ID
+		r.Status, r.Counts, r.Output = StatusCompleted, Counts{Total: len(b.ids), Completed: len(b.ids)}, "out-"+b.ID
 	}
 	return r
 }

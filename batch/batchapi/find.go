@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmbatch/llmbatch/llm"
 )
 
 // The metadata keys every batch of a job carries, by which a rerun finds a
@@ -22,8 +24,8 @@ func Metadata(job string, n int) map[string]string {
 	return map[string]string{MetaJob: job, MetaShard: strconv.Itoa(n)}
 }
 
-// Remote is a batch as the provider describes it, the fields of llm's
-// batch that a shard needs.
+// Remote is a batch as the provider describes it: the fields of an
+// [llm.Batch] that a shard needs (see [RemoteOf]).
 type Remote struct {
 	ID        string
 	Status    Status
@@ -33,6 +35,17 @@ type Remote struct {
 	Errors    string // the error file's id; "" until there is one
 	Code      string // the first validation error's code, for a failed batch
 	Metadata  map[string]string
+}
+
+// RemoteOf returns what a shard needs of b, a batch as llm's client
+// returns it: the first validation error's code stands for all of them.
+func RemoteOf(b llm.Batch) Remote {
+	r := Remote{ID: b.ID, Status: b.Status, CreatedAt: b.CreatedAt, Counts: b.RequestCounts,
+		Output: b.OutputFileID, Errors: b.ErrorFileID, Metadata: b.Metadata}
+	if b.Errors != nil && len(b.Errors.Data) > 0 {
+		r.Code = b.Errors.Data[0].Code
+	}
+	return r
 }
 
 // StateRecord returns the state record of shard n for the batch b read at

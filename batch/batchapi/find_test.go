@@ -94,7 +94,7 @@ func TestFindAfterLostRecord(t *testing.T) {
 }
 
 func TestStateRecord(t *testing.T) {
-	b := Remote{ID: "b", Status: StatusCompleted, Counts: Counts{10, 9, 1}, Output: "o", Errors: "e"}
+	b := Remote{ID: "b", Status: StatusCompleted, Counts: Counts{Total: 10, Completed: 9, Failed: 1}, Output: "o", Errors: "e"}
 	s := replay(t, rPlanned, rUploaded, rCreating, rCreated, StateRecord(1, b, t0.Add(time.Hour)))
 	if s.Counts != b.Counts || s.Output != "o" || s.Errors != "e" || s.Status != StatusCompleted {
 		t.Errorf("after StateRecord: %+v", s)

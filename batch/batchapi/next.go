@@ -9,6 +9,7 @@ import (
 // spent (--batch-api-fallback).
 type Fallback int
 
+// The fallbacks.
 const (
 	FallbackNone   Fallback = iota // report them in the errors file
 	FallbackOnline                 // send them through the online pipeline
@@ -32,7 +33,7 @@ type Do int
 // when it is done. A step that fails transiently is simply asked for again.
 const (
 	Stop   Do = iota // nothing more to do for the shard (finished, or never planned)
-	Upload           // upload the shard file; then: uploaded{file}
+	Upload           // [Verify] and upload the shard file; then: uploaded{file}, or dropped if Verify fails
 	// Create: journal and sync Action.Record, then create the batch with [Metadata]; then:
 	// created{batch} on success, refused{code} on a 4xx, and nothing on any other failure
 	// (the create may have happened: the shard stays Creating and Next says Find).

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -13,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 	"unicode/utf8"
+
+	"github.com/llmbatch/llmbatch/llm"
 )
 
 // The provider limits a [Planner] keeps by default: OpenAI's, which the
@@ -96,8 +97,8 @@ func (e *ItemError) Unwrap() error { return e.Err }
 //
 //	{"custom_id":"<id>","method":"POST","url":"/v1/chat/completions","body":<body>}\n
 //
-// with the body compacted, as encoding/json writes it (llm's batch line has
-// the same bytes), so sizes and hashes are those of the uploaded file.
+// with the body compacted, as [llm.AppendBatchLine] writes it, so sizes and
+// hashes are those of the uploaded file.
 //
 // A Planner is a plain value owned by one goroutine, like the packer: not
 // safe for concurrent use, and it starts no goroutine.
@@ -129,8 +130,7 @@ type Planner struct {
 	h     hash.Hash // the running SHA-256 of cur
 	f     *os.File  // cur's temporary file; nil when none or when Dir is ""
 	w     *bufio.Writer
-	buf   bytes.Buffer // the line being encoded
-	enc   *json.Encoder
+	line  []byte                // the line being encoded
 	ids   map[[16]byte]struct{} // cur's custom_ids, hashed
 	err   error
 }
@@ -147,7 +147,6 @@ func NewPlanner(cfg PlanConfig) *Planner {
 	limit := cfg.MaxBytes/20*19 + cfg.MaxBytes%20*19/20 // 95%, rounded down, with no overflow
 	p := &Planner{cfg: cfg, limit: limit, h: sha256.New(), ids: map[[16]byte]struct{}{}}
 	p.cur.N, p.cur.Round = cfg.First, cfg.Round
-	p.enc = json.NewEncoder(&p.buf)
 	return p
 }
 
@@ -212,15 +211,6 @@ func (p *Planner) Close() error {
 	return nil
 }
 
-// batchLine is the shape of an input file's line, in the order OpenAI
-// documents and llm writes its fields.
-type batchLine struct {
-	CustomID string          `json:"custom_id"`
-	Method   string          `json:"method"`
-	URL      string          `json:"url"`
-	Body     json.RawMessage `json:"body"`
-}
-
 // encode returns l's line, newline included, valid until the next call.
 func (p *Planner) encode(l Line) ([]byte, error) {
 	if l.ID == "" || !utf8.ValidString(l.ID) {
@@ -229,11 +219,11 @@ func (p *Planner) encode(l Line) ([]byte, error) {
 	if b := bytes.TrimSpace(l.Body); len(b) == 0 || b[0] != '{' {
 		return nil, &ItemError{ID: l.ID, Err: ErrBody}
 	}
-	p.buf.Reset()
-	if err := p.enc.Encode(batchLine{l.ID, "POST", "/v1/chat/completions", l.Body}); err != nil {
+	line, err := llm.AppendBatchLine(p.line[:0], l.ID, l.Body)
+	if err != nil {
 		return nil, &ItemError{ID: l.ID, Err: ErrBody} // the only thing that can fail: the body's JSON
 	}
-	line := p.buf.Bytes()
+	p.line = line
 	if int64(len(line)) > p.limit {
 		return nil, &ItemError{ID: l.ID, Size: int64(len(line)), Err: ErrLineTooLarge}
 	}

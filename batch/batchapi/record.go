@@ -13,7 +13,7 @@ type Step string
 
 // The steps of a shard, in the order they are journaled. Each one is
 // appended to the job's journal (and synced) before the network step that
-// follows it is taken; see [Next].
+// follows it is taken; see [Policy.Next].
 const (
 	StepPlanned     Step = "planned"     // the shard's file is written: number, round, hash, lines, bytes, tokens
 	StepDropped     Step = "dropped"     // the planned file was lost before its upload: its lines go into new shards
@@ -123,14 +123,14 @@ func (r Record) check() error {
 			return bad("without a batch id")
 		}
 	case StepState:
-		if !r.Status.known() {
+		if !knownStatus(r.Status) {
 			return bad("without a known status")
 		}
 	case StepDropped, StepCreating, StepAbsent, StepRefused, StepCancel, StepCollected, StepResubmitted, StepReported:
 	default:
 		return fmt.Errorf("%w: unknown step %.40q", ErrNotRecord, r.Step)
 	}
-	if r.Status != "" && !r.Status.known() {
+	if r.Status != "" && !knownStatus(r.Status) {
 		return bad("with an unknown status")
 	}
 	return nil

@@ -4,35 +4,30 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/llmbatch/llmbatch/llm"
 )
 
-// Status is a batch's state at the provider, as OpenAI's Batch API (and the
-// providers that copy it) names it. A batch moves validating → in_progress →
-// finalizing → completed, or ends failed (its input was refused), expired
-// (not finished within the completion window) or, after a cancel,
-// cancelling → cancelled. It has the values of llm's batch status, so one
-// converts to the other.
-type Status string
+// Status is a batch's state at the provider: llm's, named here so that a
+// Shard reads on its own. See [llm.BatchStatus] for the states and
+// [llm.BatchStatus.Done] for the ones that change no more.
+type Status = llm.BatchStatus
 
-// The states of a batch at the provider.
+// The states of a batch at the provider, as llm names them.
 const (
-	StatusValidating Status = "validating"
-	StatusInProgress Status = "in_progress"
-	StatusFinalizing Status = "finalizing"
-	StatusCompleted  Status = "completed"
-	StatusFailed     Status = "failed"
-	StatusExpired    Status = "expired"
-	StatusCancelling Status = "cancelling"
-	StatusCancelled  Status = "cancelled"
+	StatusValidating = llm.BatchValidating
+	StatusInProgress = llm.BatchInProgress
+	StatusFinalizing = llm.BatchFinalizing
+	StatusCompleted  = llm.BatchCompleted
+	StatusFailed     = llm.BatchFailed
+	StatusExpired    = llm.BatchExpired
+	StatusCancelling = llm.BatchCancelling
+	StatusCancelled  = llm.BatchCancelled
 )
 
-// Done reports whether a batch in state s will change no more. Only then
-// are its output and error files complete.
-func (s Status) Done() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusExpired || s == StatusCancelled
-}
-
-func (s Status) known() bool {
+// knownStatus reports whether s is one of the states above: a record with
+// any other is refused, so that a damaged journal is not taken for a state.
+func knownStatus(s Status) bool {
 	switch s {
 	case StatusValidating, StatusInProgress, StatusFinalizing, StatusCancelling:
 		return true
@@ -65,10 +60,9 @@ func (p Phase) String() string {
 	return phaseNames[p]
 }
 
-// Counts are a batch's request counts as the provider reports them.
-type Counts struct {
-	Total, Completed, Failed int
-}
+// Counts are a batch's request counts as the provider reports them:
+// llm's, named here so that a Shard reads on its own.
+type Counts = llm.BatchCounts
 
 // A Shard is one batch of request lines on its way through the provider's
 // Batch API: what the journal says of it, replayed by [Apply]. It is a plain
@@ -213,7 +207,7 @@ func runStep(s Shard, r Record, at time.Time) (Shard, bool) {
 
 // applyState takes in a state record: the provider's view at time at.
 func applyState(s Shard, r Record, at time.Time) Shard {
-	c := Counts{r.Total, r.Completed, r.Failed}
+	c := Counts{Total: r.Total, Completed: r.Completed, Failed: r.Failed}
 	if r.Status == s.Status && c == s.Counts {
 		s.Quiet++
 	} else {

@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+
+	"github.com/llmbatch/llmbatch/llm"
 )
 
 // ErrShardLine is wrapped by [ReadLines] for a line that is not a batch
@@ -39,7 +41,7 @@ func ReadLines(r io.Reader, limit int64, fn func(Line) error) error {
 			return err
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			var l batchLine
+			var l llm.BatchRequestLine
 			if jerr := json.Unmarshal(line, &l); jerr != nil || l.CustomID == "" || len(l.Body) == 0 {
 				return fmt.Errorf("%w: line %d", ErrShardLine, n)
 			}

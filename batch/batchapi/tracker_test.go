@@ -86,7 +86,7 @@ func TestTrackerNoWait(t *testing.T) {
 	if n, a, ok := tr.Next(later); !ok || n != 1 || a.Do != Poll {
 		t.Fatalf("the cron run: Next = %d %v %v, want a poll of shard 1 at once", n, a.Do, ok)
 	}
-	tr.Apply(StateRecord(1, Remote{Status: StatusCompleted, Counts: Counts{100, 100, 0}, Output: "o"}, later))
+	tr.Apply(StateRecord(1, Remote{Status: StatusCompleted, Counts: Counts{Total: 100, Completed: 100}, Output: "o"}, later))
 	if tr.AtProvider() != 0 {
 		t.Errorf("a completed batch is still counted as queued")
 	}
