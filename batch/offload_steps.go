@@ -136,7 +136,7 @@ func (o *offload) create(ctx context.Context, s batchapi.Shard, intent *batchapi
 		o.submitted += int64(s.Lines)
 		o.polled[s.N] = true // the create's answer is a fresh read
 		return o.record(batchapi.Record{Shard: s.N, Step: batchapi.StepCreated, At: time.Now().UnixMilli(),
-			Batch: b.ID, Status: batchapi.Status(b.Status)})
+			Batch: b.ID, Status: b.Status})
 	case errors.As(err, &ae) && !ae.Kind.Retryable() && !ae.Kind.StopsRun() && ae.Status >= 400 && ae.Status < 500:
 		return o.record(batchapi.Record{Shard: s.N, Step: batchapi.StepRefused, Code: ae.Code, Note: ae.Message})
 	}
@@ -151,7 +151,7 @@ func (o *offload) find(ctx context.Context, s batchapi.Shard, final bool) error 
 	var list []batchapi.Remote
 	err := o.cfg.Client.ListBatches(ctx, func(b llm.Batch) bool {
 		if b.Metadata[batchapi.MetaJob] == o.job {
-			list = append(list, remote(b))
+			list = append(list, batchapi.RemoteOf(b))
 		}
 		return true
 	})
@@ -203,20 +203,9 @@ func (o *offload) poll(ctx context.Context, s batchapi.Shard, cancel bool) error
 		return err
 	}
 	o.polled[s.N] = true
-	r := batchapi.StateRecord(s.N, remote(b), time.Now())
+	r := batchapi.StateRecord(s.N, batchapi.RemoteOf(b), time.Now())
 	if !cancel && r.Status == s.Status && (batchapi.Counts{Total: r.Total, Completed: r.Completed, Failed: r.Failed}) == s.Counts {
 		return o.tr.Apply(r) // a quiet poll: applied, for the back-off, not journaled
 	}
 	return o.record(r)
-}
-
-// remote is the part of an llm.Batch a shard needs.
-func remote(b llm.Batch) batchapi.Remote {
-	r := batchapi.Remote{ID: b.ID, Status: batchapi.Status(b.Status), CreatedAt: b.CreatedAt,
-		Counts: batchapi.Counts{Total: b.RequestCounts.Total, Completed: b.RequestCounts.Completed, Failed: b.RequestCounts.Failed},
-		Output: b.OutputFileID, Errors: b.ErrorFileID, Metadata: b.Metadata}
-	if b.Errors != nil && len(b.Errors.Data) > 0 {
-		r.Code = b.Errors.Data[0].Code
-	}
-	return r
 }
