@@ -1,7 +1,7 @@
 package batch
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
 	"github.com/llmbatch/llmbatch/llm"
@@ -64,20 +66,34 @@ func writeHint(err error) string {
 }
 
 // writer alone owns the results file, the errors file and the journal, so
-// the order "results durable, then journal" is kept in one place: a key is
-// appended to the journal only after its line has been fsynced.
+// the order of writing, syncing and recording is decided in one place. It
+// is two goroutines: the line writer hands each outcome's line to the OS as
+// it arrives (a kill of the process then loses only the requests in
+// flight), and the committer, beside it, fsyncs what was written and then
+// records its keys in the journal (a group commit): a key reaches the
+// journal only after its line has been fsynced, and a line written but not
+// yet recorded is recorded by the next run's recovery, which reads the
+// results file (see openWriter).
 type writer struct {
 	cfg       *Config
 	spend     func(asked, answered string, u *usage) // counts the cost of an answer
-	j         *checkpoint.Journal
+	stopped   func() bool                            // whether a stop drained the run
+	j         *checkpoint.Journal                    // the committer's
 	outLock   *checkpoint.FileLock
 	out, errs *appendFile
-	pending   []pendingKey
 
-	// Outcomes written but not yet committed: they are counted as done or
-	// failed once they are durable, so that a run stopped by a failed write
-	// does not report what a rerun will have to redo.
-	done, failed int64
+	// The line writer's: what was written and not yet handed to the
+	// committer, and the failures held back until the server proves up.
+	batch commitBatch
+	held  heldFailures
+}
+
+// commitBatch is the work of one group commit: outcomes written to the
+// files, whose keys are recorded once the files are fsynced.
+type commitBatch struct {
+	keys         []pendingKey
+	out, errs    bool  // lines were written to the results, errors file
+	done, failed int64 // outcomes answered and failed: counted once durable
 }
 
 type pendingKey struct {
@@ -85,79 +101,166 @@ type pendingKey struct {
 	st  checkpoint.Status
 }
 
-// loop writes every outcome until results is closed, committing at least
-// every SyncEvery. It returns a *WriteError if a file cannot be written.
-func (w *writer) loop(results <-chan outcome) error {
+// maxBatch is how many keys the line writer gathers before it waits for
+// the committer.
+const maxBatch = 8192
+
+// run is the writer stage: it writes every outcome until results is
+// closed, committing at least every SyncEvery, and at the end. It returns a
+// *WriteError if a file cannot be written.
+func (w *writer) run(results <-chan outcome) error {
+	commits := make(chan commitBatch) // unbuffered: a batch is handed over only when the committer is idle
+	g, ctx := errgroup.WithContext(context.Background())
+	g.Go(func() error {
+		for b := range commits {
+			if err := w.commit(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		defer close(commits)
+		return w.writeLines(ctx, results, commits)
+	})
+	return g.Wait()
+}
+
+// writeLines is the line writer. ctx ends when the committer failed.
+func (w *writer) writeLines(ctx context.Context, results <-chan outcome, commits chan<- commitBatch) error {
 	t := time.NewTicker(w.cfg.SyncEvery)
 	defer t.Stop()
 	for {
 		select {
 		case o, ok := <-results:
 			if !ok {
-				return w.commit()
-			}
-			if err := w.write(o); err != nil {
-				return err
-			}
-			if len(w.pending) >= 8192 {
-				if err := w.commit(); err != nil {
+				if err := w.settleHeld(); err != nil {
 					return err
 				}
+				w.handOff(ctx, commits, true)
+				return nil
 			}
-		case <-t.C:
-			if err := w.commit(); err != nil {
+			if err := w.take(o); err != nil {
 				return err
 			}
+			if len(w.batch.keys) >= maxBatch {
+				w.handOff(ctx, commits, true)
+			}
+		case <-t.C:
+			w.handOff(ctx, commits, false)
+		case <-ctx.Done():
+			return nil // the committer's error is the stage's
 		}
 	}
 }
 
+// handOff gives the batch written so far to the committer: when it is
+// idle, or, with wait, as soon as it is.
+func (w *writer) handOff(ctx context.Context, commits chan<- commitBatch, wait bool) {
+	if len(w.batch.keys) == 0 {
+		return
+	}
+	if wait {
+		select {
+		case commits <- w.batch:
+		case <-ctx.Done():
+			return
+		}
+	} else {
+		select {
+		case commits <- w.batch:
+		default:
+			return // a commit is under way: the next tick takes both
+		}
+	}
+	w.batch = commitBatch{}
+}
+
+// take writes an outcome, or holds back a failure that an outage may
+// explain (see heldFailures). An answer proves the server up: the failures
+// held before it were the items' own.
+func (w *writer) take(o outcome) error {
+	switch {
+	case o.err != nil && transient(o.err):
+		if old, full := w.held.add(o); full {
+			return w.write(old)
+		}
+		return nil
+	case o.resp != nil:
+		for _, h := range w.held.take() {
+			if err := w.write(h); err != nil {
+				return err
+			}
+		}
+	}
+	return w.write(o)
+}
+
+// settleHeld decides the failures still held when results is closed: a
+// run that stopped leaves them to the rerun (the server may be down, and
+// the item not at fault); a run that ended normally records them.
+func (w *writer) settleHeld() error {
+	held := w.held.take()
+	if len(held) > 0 && w.stopped() {
+		w.cfg.Logger.Info("items whose attempts ran out while no request succeeded are left for the rerun", "items", len(held))
+		return nil
+	}
+	for _, h := range held {
+		if err := w.write(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write writes an outcome's line to the OS and adds its keys to the batch.
 func (w *writer) write(o outcome) error {
-	c := w.cfg.Counters
+	c, b := w.cfg.Counters, &w.batch
 	c.outcomes.Add(1)
 	if o.item != nil && o.item.fixes > 0 {
 		// Recorded with the item's own record, after its line is durable.
-		w.pending = append(w.pending, pendingKey{lineKey(o.item.fixes), checkpoint.Fixed})
+		b.keys = append(b.keys, pendingKey{lineKey(o.item.fixes), checkpoint.Fixed})
 	}
 	switch {
 	case o.item != nil && o.item.onlyFix:
 		return nil
 	case o.bad != nil:
-		w.pending = append(w.pending, pendingKey{lineKey(o.bad.Line), checkpoint.Bad})
+		b.keys, b.errs = append(b.keys, pendingKey{lineKey(o.bad.Line), checkpoint.Bad}), true
 		return w.errs.writeJSON(badLine(o.bad))
 	case o.err != nil:
-		w.failed++
-		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Failed})
+		b.failed++
+		b.keys, b.errs = append(b.keys, pendingKey{itemKey(o.item.ID), checkpoint.Failed}), true
 		return w.errs.writeJSON(failedLine(o.item, o.err, o.attempts))
-	default:
-		w.done++
-		u := o.usage()
-		line, err := resultLine(o, u)
-		if err != nil {
-			return err
-		}
-		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Done})
-		if u != nil {
-			c.PromptTokens.Add(int64(u.PromptTokens))
-			c.OutputTokens.Add(int64(u.CompletionTokens))
-			w.spend(o.item.Model, o.resp.Chat.Model, u)
-		}
-		return w.out.write(line)
 	}
+	u := o.usage()
+	line, err := resultLine(o, u)
+	if err != nil {
+		return err
+	}
+	b.done++
+	b.keys, b.out = append(b.keys, pendingKey{itemKey(o.item.ID), checkpoint.Done}), true
+	if u != nil {
+		c.PromptTokens.Add(int64(u.PromptTokens))
+		c.OutputTokens.Add(int64(u.CompletionTokens))
+		w.spend(o.item.Model, o.resp.Chat.Model, u)
+	}
+	return w.out.write(line)
 }
 
-// commit makes the results and errors durable, then records their keys.
-func (w *writer) commit() error {
-	if len(w.pending) == 0 {
-		return nil
+// commit makes the files b wrote to durable, then records b's keys. It is
+// the committer's, run beside the line writer.
+func (w *writer) commit(b commitBatch) error {
+	if b.out {
+		if err := w.out.sync(); err != nil {
+			return err
+		}
 	}
-	if err := w.out.sync(); err != nil {
-		return err
+	if b.errs {
+		if err := w.errs.sync(); err != nil {
+			return err
+		}
 	}
-	if err := w.errs.sync(); err != nil {
-		return err
-	}
-	for _, p := range w.pending {
+	for _, p := range b.keys {
 		if err := w.j.Append(p.key, p.st); err != nil {
 			return &WriteError{err}
 		}
@@ -165,10 +268,8 @@ func (w *writer) commit() error {
 	if err := w.j.Sync(); err != nil {
 		return &WriteError{err}
 	}
-	w.pending = w.pending[:0]
-	w.cfg.Counters.Done.Add(w.done)
-	w.cfg.Counters.Failed.Add(w.failed)
-	w.done, w.failed = 0, 0
+	w.cfg.Counters.Done.Add(b.done)
+	w.cfg.Counters.Failed.Add(b.failed)
 	return nil
 }
 
@@ -286,27 +387,31 @@ func failedLine(it *Item, err error, attempts int) errorRecord {
 }
 
 // appendFile is a results or errors file opened for appending on first use,
-// created with mode 0600: it holds prompts and answers.
+// created with mode 0600: it holds prompts and answers. The line writer
+// alone calls write; the committer calls sync on a file written before
+// (os.File is safe for that); close comes after both.
 type appendFile struct {
-	path  string
-	f     *os.File
-	w     *bufio.Writer
-	dirty bool
+	path string
+	f    *os.File
+	buf  []byte // the line being written, with its newline
 }
 
+// write hands line and a newline to the OS in one write: a kill of the
+// process cannot lose it, only a crash of the machine before sync.
 func (a *appendFile) write(line []byte) error {
 	if a.f == nil {
 		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return &WriteError{err}
 		}
-		a.f, a.w = f, bufio.NewWriterSize(f, 64<<10)
+		a.f = f
 	}
-	a.dirty = true
-	if _, err := a.w.Write(line); err != nil {
-		return &WriteError{pathErr(a.path, err)}
+	a.buf = append(append(a.buf[:0], line...), '\n')
+	_, err := a.f.Write(a.buf)
+	if cap(a.buf) > keepBuf {
+		a.buf = nil // one huge line must not pin its buffer for the rest of the run
 	}
-	if err := a.w.WriteByte('\n'); err != nil {
+	if err != nil {
 		return &WriteError{pathErr(a.path, err)}
 	}
 	return nil
@@ -320,17 +425,14 @@ func (a *appendFile) writeJSON(v any) error {
 	return a.write(b)
 }
 
+// sync fsyncs what was written.
 func (a *appendFile) sync() error {
-	if !a.dirty {
+	if a.f == nil {
 		return nil
-	}
-	if err := a.w.Flush(); err != nil {
-		return &WriteError{pathErr(a.path, err)}
 	}
 	if err := a.f.Sync(); err != nil {
 		return &WriteError{pathErr(a.path, err)}
 	}
-	a.dirty = false
 	return nil
 }
 

@@ -226,12 +226,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	defer closeEP()
-	cfg.Limiter = llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
+	lim := llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
 		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log})
 	cfg.Client, err = llm.New(llm.Config{
 		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, ConnectTimeout: opts.ConnectTimeout, Concurrency: opts.Concurrency,
 		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
-		Limiter: cfg.Limiter, UserAgent: "llmbatch/" + Version, Logger: log,
+		Limiter: lim, UserAgent: "llmbatch/" + Version, Logger: log,
 	})
 	if err != nil {
 		return &UsageError{err}
@@ -252,7 +252,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 				sum.Failed+sum.SkippedFailed+sum.Bad, sum.Errors)
 		}
 	}
-	if rerr := writeReport(opts, newReport(opts, started, sum, err, cs, cfg.Limiter)); rerr != nil {
+	if rerr := writeReport(opts, newReport(opts, started, sum, err, cs, lim)); rerr != nil {
 		log.Error("cannot write the report", "err", rerr)
 	}
 	return err
