@@ -133,7 +133,6 @@ func TestRunOutageLeavesItemsForTheRerun(t *testing.T) {
 	}
 }
 
-
 // TestRunItemFailingAloneIsFailed: an item that runs out of attempts on
 // 503s while the server answers the others is at fault and is recorded as
 // failed, whether answers came after it and the run was then interrupted,
