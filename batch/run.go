@@ -11,19 +11,6 @@ import (
 	"github.com/llmbatch/llmbatch/checkpoint"
 )
 
-// ErrInterrupted is returned by [Run] when Config.Stop was closed: the work
-// in flight was recorded and a rerun resumes. (exit 130)
-var ErrInterrupted = errors.New("interrupted: rerun the same command to resume")
-
-// StopError is returned by [Run] when the API made going on pointless (bad
-// key, spent quota, a server down for longer than the client's breaker
-// allows) or the input could not be read to its end. Rerunning resumes.
-// (exit 3)
-type StopError struct{ Err error }
-
-func (e *StopError) Error() string { return "stopped: " + e.Err.Error() }
-func (e *StopError) Unwrap() error { return e.Err }
-
 // Run runs the job described by cfg and returns its summary with:
 //   - nil when every item was tried (see [Summary.Complete] for failures);
 //   - a *SetupError when nothing could start (nothing was sent);
@@ -75,9 +62,6 @@ type run struct {
 	readAll  atomic.Bool  // the reader reached the end of the input
 	queued   atomic.Int64 // items (and rejected lines) the reader handed on
 }
-
-// errEnded drains a run that ended without a stop, releasing the watcher.
-var errEnded = errors.New("batch: the run ended")
 
 // stop makes the run take no new work and remembers the first reason.
 // Requests in flight go on and are written. It is safe to call from any

@@ -158,23 +158,40 @@ func (r *run) skip(it *Item) bool {
 // own; it closes results once the last one has ended.
 func (r *run) workers(ctx context.Context, groups <-chan []*Item, results chan<- outcome, writerGone <-chan struct{}) error {
 	defer close(results)
-	// A send selects on the writer's end rather than on ctx: the writer
-	// takes every outcome until results is closed, so an answer in hand is
-	// written even after a hard stop, and only a writer that failed (and
-	// cancelled the group) leaves it unwritten.
-	emit := func(o outcome) bool {
+	wg, wctx := errgroup.WithContext(ctx)
+	for range r.cfg.Concurrency {
+		emit := emitter(results, writerGone)
+		wg.Go(r.stage(func() error { return r.work(wctx, groups, emit) }))
+	}
+	return wg.Wait()
+}
+
+// emitter returns a worker's emit: it hands an outcome to the writer and
+// waits until the writer has handed its line to the OS, so that no worker
+// sends a request while an answer of its own is unwritten: a kill of the
+// process loses at most Concurrency answers. emit returns false when the
+// writer is gone.
+//
+// It selects on the writer's end rather than on ctx: the writer takes every
+// outcome until results is closed, so an answer in hand is written even
+// after a hard stop, and only a writer that failed (and cancelled the
+// group) leaves it unwritten.
+func emitter(results chan<- outcome, writerGone <-chan struct{}) func(outcome) bool {
+	ack := make(chan struct{}, 1)
+	return func(o outcome) bool {
+		o.ack = ack
 		select {
 		case results <- o:
+		case <-writerGone:
+			return false
+		}
+		select {
+		case <-ack:
 			return true
 		case <-writerGone:
 			return false
 		}
 	}
-	wg, wctx := errgroup.WithContext(ctx)
-	for range r.cfg.Concurrency {
-		wg.Go(r.stage(func() error { return r.work(wctx, groups, emit) }))
-	}
-	return wg.Wait()
 }
 
 // work sends groups of items until there are none left or the run drains.

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
-	"strconv"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -22,47 +19,14 @@ type outcome struct {
 	item     *Item
 	resp     *llm.Response
 	attempts int
-	err      error      // the final error of an item that failed
-	bad      *LineError // a rejected input line
+	err      error           // the final error of an item that failed
+	bad      *LineError      // a rejected input line
+	ack      chan<- struct{} // told once the outcome is written (or held); nil: nobody waits
 
 	// For an item answered in a merged request:
 	output json.RawMessage // its output, as JSON
 	merged int             // how many items shared the request
 	share  float64         // its share of the request's usage
-}
-
-// WriteError is a failure to write the results, errors or checkpoint file:
-// the run stops (exit 3) and nothing is recorded as done that is not in the
-// results file.
-type WriteError struct{ Err error }
-
-// Error names the file and the cause once, with a hint for the usual
-// causes: "cannot write out.jsonl: no space left on device (the disk is
-// full)".
-func (e *WriteError) Error() string {
-	if pe, ok := errors.AsType[*fs.PathError](e.Err); ok {
-		return "cannot write " + pe.Path + ": " + pe.Err.Error() + writeHint(e.Err)
-	}
-	return "cannot write: " + e.Err.Error() + writeHint(e.Err)
-}
-
-func (e *WriteError) Unwrap() error { return e.Err }
-
-// writeHint says in words what the usual causes of a failed write mean.
-func writeHint(err error) string {
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		return " (the disk is full)"
-	case errors.Is(err, syscall.EFBIG):
-		return " (the file size limit was reached: see ulimit -f)"
-	case errors.Is(err, syscall.EDQUOT):
-		return " (the disk quota is used up)"
-	case errors.Is(err, syscall.EROFS):
-		return " (the file system is read-only)"
-	case errors.Is(err, fs.ErrPermission):
-		return " (permission denied)"
-	}
-	return ""
 }
 
 // writer alone owns the results file, the errors file and the journal, so
@@ -142,6 +106,9 @@ func (w *writer) writeLines(ctx context.Context, results <-chan outcome, commits
 			}
 			if err := w.take(o); err != nil {
 				return err
+			}
+			if o.ack != nil {
+				o.ack <- struct{}{} // buffered: the worker waits for it
 			}
 			if len(w.batch.keys) >= maxBatch {
 				w.handOff(ctx, commits, true)
@@ -287,105 +254,6 @@ func (w *writer) close(ok bool) error {
 	return err
 }
 
-type resultRecord struct {
-	ID           string          `json:"id"`
-	Output       json.RawMessage `json:"output"`
-	Model        string          `json:"model,omitempty"`
-	FinishReason string          `json:"finish_reason,omitempty"`
-	Usage        *usage          `json:"usage,omitempty"`
-	Attempts     int             `json:"attempts"`
-	Merged       int             `json:"merged,omitempty"`
-}
-
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-}
-
-type batchRecord struct {
-	ID       string        `json:"id"`
-	CustomID string        `json:"custom_id"`
-	Response batchResponse `json:"response"`
-	Error    *struct{}     `json:"error"`
-}
-
-type batchResponse struct {
-	StatusCode int             `json:"status_code"`
-	RequestID  string          `json:"request_id"`
-	Body       json.RawMessage `json:"body"`
-}
-
-// usage is the item's part of the response's usage: all of it, or its
-// share of a merged request's.
-func (o *outcome) usage() *usage {
-	u := o.resp.Chat.Usage
-	if u == nil {
-		return nil
-	}
-	if o.merged == 0 {
-		return &usage{u.PromptTokens, u.CompletionTokens}
-	}
-	return &usage{apportion(u.PromptTokens, o.share), apportion(u.CompletionTokens, o.share)}
-}
-
-// resultLine is the results-file line of a success, whose usage is u.
-func resultLine(o outcome, u *usage) ([]byte, error) {
-	it, r := o.item, o.resp
-	if it.Batch {
-		// The body is re-encoded, so a pretty-printed answer still takes one line.
-		body, err := json.Marshal(r.Chat)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(batchRecord{
-			ID: "batch_req_" + strconv.FormatUint(hashID(it.ID), 16), CustomID: it.ID,
-			Response: batchResponse{StatusCode: r.Status, RequestID: r.RequestID, Body: body},
-		})
-	}
-	rec := resultRecord{ID: it.ID, Output: o.output, Model: r.Chat.Model, FinishReason: r.Chat.Choices[0].FinishReason,
-		Usage: u, Attempts: o.attempts, Merged: o.merged}
-	if rec.Output == nil {
-		text, err := json.Marshal(r.Content())
-		if err != nil {
-			return nil, err
-		}
-		rec.Output = text
-	}
-	return json.Marshal(rec)
-}
-
-type errorRecord struct {
-	ID       string      `json:"id,omitempty"`
-	Line     int         `json:"line"`
-	Error    errorDetail `json:"error"`
-	Attempts int         `json:"attempts,omitempty"`
-}
-
-type errorDetail struct {
-	Kind    string `json:"kind"`
-	Status  int    `json:"status,omitempty"`
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message"`
-}
-
-// KindInvalidInput is the errors-file kind of a rejected input line.
-const KindInvalidInput = "invalid_input"
-
-func badLine(e *LineError) errorRecord {
-	return errorRecord{ID: e.ID, Line: e.Line, Error: errorDetail{Kind: KindInvalidInput, Message: e.Err.Error()}}
-}
-
-func failedLine(it *Item, err error, attempts int) errorRecord {
-	rec := errorRecord{ID: it.ID, Line: it.Line, Attempts: attempts}
-	var ae *llm.APIError
-	if errors.As(err, &ae) {
-		rec.Error = errorDetail{Kind: ae.Kind.String(), Status: ae.Status, Code: ae.Code, Message: ae.Message}
-	} else {
-		rec.Error = errorDetail{Kind: "error", Message: err.Error()}
-	}
-	return rec
-}
-
 // appendFile is a results or errors file opened for appending on first use,
 // created with mode 0600: it holds prompts and answers. The line writer
 // alone calls write; the committer calls sync on a file written before
@@ -446,13 +314,4 @@ func (a *appendFile) close() error {
 	}
 	a.f = nil
 	return err
-}
-
-// pathErr returns err naming path once: as it is when it already names it
-// (an *fs.PathError from the file), or wrapped with the path.
-func pathErr(path string, err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
-		return err
-	}
-	return &fs.PathError{Op: "write", Path: path, Err: err}
 }
