@@ -2,7 +2,10 @@ package cmd_test
 
 import (
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,4 +84,78 @@ func (s *server) oks200() map[string]int {
 		c[k] = v
 	}
 	return c
+}
+
+// TestOutageExit3ThenResume: the server refuses connections mid-run for
+// 1.5 times --break-after (as 30 s do for --break-after 20s; scaled down
+// to keep the test short). The run exits 3 with no item recorded as
+// failed, though items ran out of attempts on the refusals before the
+// breaker tripped; the same command afterwards, without --retry-failed,
+// finishes every item.
+func TestOutageExit3ThenResume(t *testing.T) {
+	binary(t)
+	const breakAfter = 300 * time.Millisecond
+	srv := &server{mock: mock.New(mock.Config{Latency: 3 * time.Millisecond}),
+		reqs: map[string]int{}, oks: map[string]int{}, auth: map[string]int{}}
+	fs := &flaky{t: t, h: srv, addr: "127.0.0.1:0"}
+	fs.up()
+	t.Cleanup(fs.down)
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	prompts := writeInput(t, in, 600)
+	args := runArgs("http://"+fs.addr+"/v1", out, in, "-j", "4", "--max-attempts", "4",
+		"--base-delay", "30ms", "--max-delay", "60ms", "--break-after", breakAfter.String(), "-q")
+	p := start(t, dir, childEnv(), nil, args...)
+	if !waitFor(20*time.Second, func() bool { return len(srv.answered()) >= 60 }) {
+		t.Fatalf("the run did not get 60 answers\nstderr:\n%s", p.stderr.String())
+	}
+	fs.down()
+	downAt := time.Now()
+	if code := p.wait(t, 20*time.Second); code != 3 {
+		t.Fatalf("run with the server down: exit code %d, want 3\nstderr:\n%s", code, p.stderr.String())
+	}
+	if errs := lines(t, filepath.Join(dir, "out.errors.jsonl")); len(errs) > 0 {
+		t.Errorf("the outage left %d items recorded as failed, e.g. %s; want none", len(errs), errs[0])
+	}
+	time.Sleep(time.Until(downAt.Add(breakAfter * 3 / 2)))
+	fs.up()
+	p = start(t, dir, childEnv(), nil, args...)
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("the same command after the outage: exit code %d, want 0\nstderr:\n%s", code, p.stderr.String())
+	}
+	checkComplete(t, out, prompts)
+	if errs := lines(t, filepath.Join(dir, "out.errors.jsonl")); len(errs) > 0 {
+		t.Errorf("errors file has %d lines after the rerun, e.g. %s", len(errs), errs[0])
+	}
+}
+
+// flaky serves h on one loopback port that can be taken down (listener and
+// connections closed: dials are refused) and brought up again on the same
+// port.
+type flaky struct {
+	t    *testing.T
+	h    http.Handler
+	addr string
+	srv  *http.Server
+	wg   sync.WaitGroup
+}
+
+func (f *flaky) up() {
+	f.t.Helper()
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		f.t.Fatalf("listen on %s: %v", f.addr, err)
+	}
+	f.addr = ln.Addr().String()
+	srv := &http.Server{Handler: f.h}
+	f.srv = srv
+	f.wg.Go(func() { srv.Serve(ln) })
+}
+
+func (f *flaky) down() {
+	if f.srv != nil {
+		f.srv.Close()
+		f.wg.Wait()
+		f.srv = nil
+	}
 }
