@@ -40,6 +40,7 @@ const maxHeld = 4096
 func (h *heldFailures) add(o outcome) (oldest outcome, full bool) {
 	it := o.item
 	o.item = &Item{ID: it.ID, Line: it.Line, fixes: it.fixes} // the body is not needed to record it
+	o.ack = nil
 	if len(h.q) < maxHeld {
 		h.q = append(h.q, o)
 		return outcome{}, false

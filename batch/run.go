@@ -88,7 +88,7 @@ func (r *run) pipeline(ctx context.Context, w *writer) error {
 	defer r.drain(errEnded)
 	items := make(chan *Item, r.cfg.Concurrency)
 	groups := make(chan []*Item, r.cfg.Concurrency)
-	results := make(chan outcome) // unbuffered: an answer is written before its worker sends again
+	results := make(chan outcome) // unbuffered; each worker also waits for its outcome to be written (emitter)
 	writerGone := make(chan struct{})
 	g.Go(r.watch)
 	g.Go(r.stage(func() error { return r.read(items) }))
