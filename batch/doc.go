@@ -8,10 +8,11 @@
 // [Run] starts every goroutine of a run in one errgroup and returns only
 // after the group's Wait, when every one of them has ended:
 //
-//	watch ─ Config.Stop → drain; once drained, interrupts a blocked input read
+//	watch: Config.Stop → drain; once drained, ends a blocked input read
 //	read ──items──▶ pack ──groups──▶ workers ×Concurrency ──results──▶ writer
-//	                                                        (line writer ▶ committer)
+//	                                            (line writer ──▶ committer)
 //
+// Each stage owns what it works on:
 //   - read (stages.go) owns the input and the set of ids seen. It shapes
 //     each line into an *Item (or a rejected line), skips what an earlier
 //     run finished, and closes items at the end of the input or when the

@@ -50,6 +50,7 @@ type writer struct {
 	// committer, and the failures held back until the server proves up.
 	batch commitBatch
 	held  heldFailures
+	acks  []chan<- struct{} // the workers whose outcomes are being written
 }
 
 // commitBatch is the work of one group commit: outcomes written to the
@@ -96,22 +97,23 @@ func (w *writer) writeLines(ctx context.Context, results <-chan outcome, commits
 	defer t.Stop()
 	for {
 		select {
-		case o, ok := <-results:
-			if !ok {
-				if err := w.settleHeld(); err != nil {
-					return err
-				}
-				w.handOff(ctx, commits, true)
-				return nil
+		case o, open := <-results:
+			var err error
+			if open {
+				open, err = w.takeSome(o, results)
 			}
-			if err := w.take(o); err != nil {
+			if err == nil && !open {
+				err = w.settleHeld()
+			}
+			switch {
+			case err != nil:
 				return err
+			case open && len(w.batch.keys) < maxBatch:
+				continue
 			}
-			if o.ack != nil {
-				o.ack <- struct{}{} // buffered: the worker waits for it
-			}
-			if len(w.batch.keys) >= maxBatch {
-				w.handOff(ctx, commits, true)
+			w.handOff(ctx, commits, true)
+			if !open {
+				return nil
 			}
 		case <-t.C:
 			w.handOff(ctx, commits, false)
@@ -119,6 +121,46 @@ func (w *writer) writeLines(ctx context.Context, results <-chan outcome, commits
 			return nil // the committer's error is the stage's
 		}
 	}
+}
+
+// takeSome takes o and the outcomes already waiting behind it, hands their
+// lines to the OS (one write a file), and only then lets their workers go
+// on. ok is false once results is closed.
+func (w *writer) takeSome(o outcome, results <-chan outcome) (ok bool, err error) {
+	acks := w.acks[:0]
+	for ok = true; ok && len(acks) < maxGather; {
+		if err := w.take(o); err != nil {
+			return ok, err
+		}
+		if o.ack != nil {
+			acks = append(acks, o.ack)
+		}
+		select {
+		case o, ok = <-results:
+			continue
+		default:
+		}
+		break
+	}
+	if err := w.flush(); err != nil {
+		return ok, err
+	}
+	for _, a := range acks {
+		a <- struct{}{} // buffered: its worker waits for it
+	}
+	w.acks = acks[:0]
+	return ok, nil
+}
+
+// maxGather is how many outcomes the line writer takes before it writes.
+const maxGather = 256
+
+// flush hands the lines buffered for both files to the OS.
+func (w *writer) flush() error {
+	if err := w.out.flush(); err != nil {
+		return err
+	}
+	return w.errs.flush()
 }
 
 // handOff gives the batch written so far to the committer: when it is
@@ -177,7 +219,7 @@ func (w *writer) settleHeld() error {
 			return err
 		}
 	}
-	return nil
+	return w.flush()
 }
 
 // write writes an outcome's line to the OS and adds its keys to the batch.
@@ -261,11 +303,10 @@ func (w *writer) close(ok bool) error {
 type appendFile struct {
 	path string
 	f    *os.File
-	buf  []byte // the line being written, with its newline
+	buf  []byte // lines not yet handed to the OS: the line writer's
 }
 
-// write hands line and a newline to the OS in one write: a kill of the
-// process cannot lose it, only a crash of the machine before sync.
+// write buffers line and a newline, opening the file on first use.
 func (a *appendFile) write(line []byte) error {
 	if a.f == nil {
 		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -274,8 +315,19 @@ func (a *appendFile) write(line []byte) error {
 		}
 		a.f = f
 	}
-	a.buf = append(append(a.buf[:0], line...), '\n')
+	a.buf = append(append(a.buf, line...), '\n')
+	return nil
+}
+
+// flush hands the lines buffered to the OS in one write: a kill of the
+// process cannot lose them after that, only a crash of the machine before
+// sync.
+func (a *appendFile) flush() error {
+	if len(a.buf) == 0 {
+		return nil
+	}
 	_, err := a.f.Write(a.buf)
+	a.buf = a.buf[:0]
 	if cap(a.buf) > keepBuf {
 		a.buf = nil // one huge line must not pin its buffer for the rest of the run
 	}
@@ -308,7 +360,10 @@ func (a *appendFile) close() error {
 	if a.f == nil {
 		return nil
 	}
-	err := a.sync()
+	err := a.flush()
+	if err == nil {
+		err = a.sync()
+	}
 	if cerr := a.f.Close(); err == nil && cerr != nil {
 		err = &WriteError{cerr}
 	}
