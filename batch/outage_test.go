@@ -176,3 +176,27 @@ func TestRunItemFailingAloneIsFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldFailuresBounded: the failures held are at most maxHeld, without
+// their bodies; one more gives back the oldest, to be recorded at once.
+func TestHeldFailuresBounded(t *testing.T) {
+	var h heldFailures
+	err := &llm.APIError{Kind: llm.Transient, Status: 503}
+	var out []string
+	for i := range maxHeld + 3 {
+		o := outcome{item: &Item{ID: strconv.Itoa(i), Line: i + 1, Body: make([]byte, 100)}, err: err, attempts: 6}
+		if old, full := h.add(o); full {
+			out = append(out, old.item.ID)
+		}
+	}
+	if strings.Join(out, ",") != "0,1,2" {
+		t.Errorf("add past the bound gave back %v, want the three oldest: 0,1,2", out)
+	}
+	held := h.take()
+	if len(held) != maxHeld || held[0].item.ID != "3" || held[0].item.Line != 4 || held[0].item.Body != nil {
+		t.Errorf("take() = %d held, first %+v; want %d, from id 3 (line 4), without its body", len(held), held[0].item, maxHeld)
+	}
+	if len(h.take()) != 0 {
+		t.Error("take() after take() holds something")
+	}
+}
