@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -79,11 +80,7 @@ func TestKillLosesOnlyRequestsInFlight(t *testing.T) {
 func (s *server) oks200() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := make(map[string]int, len(s.oks))
-	for k, v := range s.oks {
-		c[k] = v
-	}
-	return c
+	return maps.Clone(s.oks)
 }
 
 // TestOutageExit3ThenResume: the server refuses connections mid-run for
