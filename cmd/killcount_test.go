@@ -28,7 +28,7 @@ func TestKillLosesOnlyRequestsInFlight(t *testing.T) {
 	srv := newServer(t, mock.Config{Latency: 3 * time.Millisecond, Jitter: 6 * time.Millisecond, Seed: sd}, nil)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
-	prompts := writeInput(t, in, 5000)
+	prompts := writeInput(t, in, 8000)
 	args := runArgs(srv.base(), out, in, "-j", "16", "--max-attempts", "10", "--base-delay", "1ms", "--max-delay", "20ms", "-q")
 	env := childEnv()
 
@@ -37,7 +37,7 @@ func TestKillLosesOnlyRequestsInFlight(t *testing.T) {
 		before := srv.oks200()
 		p := start(t, dir, env, nil, args...)
 		if killed < kills {
-			d := 150*time.Millisecond + time.Duration(rng.Int64N(int64(350*time.Millisecond)))
+			d := 100*time.Millisecond + time.Duration(rng.Int64N(int64(250*time.Millisecond)))
 			if !killWhen(p, d, "") {
 				t.Fatalf("run %d ended by itself before its kill: raise the input's size\nstderr:\n%s", run, p.stderr.String())
 			}
