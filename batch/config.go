@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
@@ -13,15 +14,20 @@ import (
 
 // Config is one run. cmd fills it in from flags, environment and config file.
 type Config struct {
-	Input      io.Reader // the JSONL input; read once, streamed
-	InputPath  string    // the input's path, "" or "-" for stdin; used to refuse writing over it
-	Output     string    // the results file; required
-	Errors     string    // the errors file; default: Output without .jsonl, plus .errors.jsonl
-	Checkpoint string    // the journal; default Output + ".ckpt"
+	// Input is the JSONL input, read once, streamed. When the run stops
+	// while a read is blocked (a silent pipe or terminal), Run ends the
+	// read: with a read deadline when Input has one that works (a pipe or
+	// terminal *os.File is reopened for that on Linux), or else by closing
+	// Input when it is an io.Closer other than an *os.File. The caller
+	// still closes it after Run.
+	Input      io.Reader
+	InputPath  string // the input's path, "" or "-" for stdin; used to refuse writing over it
+	Output     string // the results file; required
+	Errors     string // the errors file; default: Output without .jsonl, plus .errors.jsonl
+	Checkpoint string // the journal; default Output + ".ckpt"
 
-	Client      *llm.Client  // sends the requests; required
-	Limiter     *llm.Limiter // the client's limiter, closed when the run stops taking work; may be nil
-	Concurrency int          // requests in flight at most; default 4
+	Client      *llm.Client // sends the requests; required
+	Concurrency int         // requests in flight at most; default 4
 
 	Model       string   // default model for records without one
 	System      string   // default system prompt
@@ -50,7 +56,8 @@ type Config struct {
 
 	// Stop, when closed, makes the run stop taking new work: requests in
 	// flight finish and are recorded, then Run returns ErrInterrupted.
-	// Cancelling Run's context instead abandons requests in flight.
+	// Cancelling Run's context instead abandons requests in flight (answers
+	// already in hand are still written). nil: only ctx stops the run.
 	Stop <-chan struct{}
 
 	Counters *Counters    // live figures for progress display; Run allocates one if nil
@@ -112,4 +119,19 @@ func (c *Config) settings() map[string]string {
 		s[checkpoint.RunPrefix+k] = v
 	}
 	return s
+}
+
+// newShaper makes the reader's record shaper from cfg, parsing the template
+// once.
+func newShaper(cfg *Config) (*recordShaper, error) {
+	s := &recordShaper{model: cfg.Model, system: cfg.System, maxTokens: cfg.MaxTokens, temperature: cfg.Temperature,
+		count: cfg.Count}
+	if cfg.Template != "" {
+		t, err := template.New("prompt").Option("missingkey=error").Parse(cfg.Template)
+		if err != nil {
+			return nil, setupErr("template: %v", err)
+		}
+		s.tmpl = t
+	}
+	return s, nil
 }

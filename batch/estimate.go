@@ -64,7 +64,7 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := newSource(&cfg, shaper, rec)
+	src := newSource(&cfg, cfg.Input, shaper, rec)
 	defer src.close()
 	e := &Estimate{Models: map[string]*ModelEstimate{}}
 	p := NewPacker(cfg.Packer)

@@ -64,8 +64,8 @@ type source struct {
 
 // newSource returns a source of cfg.Input (cfg's defaults set) judged
 // against rec, which may be nil.
-func newSource(cfg *Config, shaper *recordShaper, rec recorded) *source {
-	s := &source{lr: jsonl.NewReader(cfg.Input, cfg.MaxLineBytes), maxLine: cfg.MaxLineBytes, shaper: shaper,
+func newSource(cfg *Config, in io.Reader, shaper *recordShaper, rec recorded) *source {
+	s := &source{lr: jsonl.NewReader(in, cfg.MaxLineBytes), maxLine: cfg.MaxLineBytes, shaper: shaper,
 		seen: newIDSet(), rec: rec, retry: cfg.RetryFailed, c: cfg.Counters}
 	if rec != nil {
 		// Lines rejected by earlier runs are looked up only when there are

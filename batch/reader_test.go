@@ -16,7 +16,7 @@ import (
 func readSource(t *testing.T, input string, maxLine int) ([]string, []*Item, *Counters) {
 	t.Helper()
 	cfg := Config{Input: strings.NewReader(input), MaxLineBytes: maxLine, Counters: &Counters{}}
-	src := newSource(&cfg, &recordShaper{model: "m"}, nil)
+	src := newSource(&cfg, cfg.Input, &recordShaper{model: "m"}, nil)
 	defer src.close()
 	var got []string
 	var items []*Item
@@ -112,7 +112,7 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := Config{Input: bytes.NewReader(data), MaxLineBytes: 1024, Counters: &Counters{}}
-		src := newSource(&cfg, &recordShaper{model: "m"}, nil)
+		src := newSource(&cfg, cfg.Input, &recordShaper{model: "m"}, nil)
 		defer src.close()
 		last := 0
 		for {

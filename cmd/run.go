@@ -233,7 +233,6 @@ func runBatch(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slog.L
 	}
 	cfg := rc.batch
 	cfg.Client, cfg.Counters = client, &batch.Counters{}
-	cfg.Limiter = lim
 	started := time.Now()
 	stopProgress := startProgress(ctx, opts, cfg.Counters, client.Stats)
 	sum, err := batch.Run(ctx, cfg)
