@@ -97,7 +97,9 @@ func RunBatchAPI(ctx context.Context, cfg Config, api BatchAPIConfig) (*APISumma
 	}
 	start := time.Now()
 	o := newOffload(&cfg, &api, w, shaper)
-	w.spend = o.spend
+	// Each writing call ends by closing its outcomes: failures the writer
+	// held back (see heldFailures) are then recorded, never left over.
+	w.spend, w.stopped = o.spend, func() bool { return false }
 	runErr := o.run(ctx)
 	if cerr := w.close(runErr == nil || !errors.As(runErr, new(*WriteError))); cerr != nil && runErr == nil {
 		runErr = cerr

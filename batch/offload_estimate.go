@@ -48,7 +48,7 @@ func EstimateBatchAPI(ctx context.Context, cfg Config, api BatchAPIConfig) (*Bat
 	sp := o.newPlanner(0)
 	sp.cfg.Dir, sp.cfg.First = "", last+1 // no files: numbers, sizes and hashes only
 	sp.p = batchapi.NewPlanner(sp.cfg)
-	src := newSource(&cfg, shaper, rec)
+	src := newSource(&cfg, cfg.Input, shaper, rec)
 	defer src.close()
 	if err := e.read(ctx, src, o, sp); err != nil {
 		return nil, err

@@ -206,7 +206,7 @@ func (sp *shardPlanner) close() {
 func (o *offload) plan(ctx context.Context) error {
 	sp := o.newPlanner(0)
 	defer sp.close()
-	src := newSource(o.cfg, o.shaper, o.j)
+	src := newSource(o.cfg, o.cfg.Input, o.shaper, o.j)
 	defer src.close()
 	err := o.writing(func(emit func(outcome) error) error {
 		for {
@@ -294,7 +294,7 @@ func (o *offload) writing(fn func(emit func(outcome) error) error) error {
 }
 
 // drain is the writer's stage over results, until it is closed.
-func (w *writer) drain(results <-chan outcome) error { return w.loop(results) }
+func (w *writer) drain(results <-chan outcome) error { return w.run(results) }
 
 // syncDir fsyncs a directory so that a file renamed in it survives a
 // crash; where a directory cannot be opened for that (Windows), it does

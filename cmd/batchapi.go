@@ -88,7 +88,7 @@ func runBatchAPI(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slo
 		return &UsageError{err}
 	}
 	cfg := rc.batch
-	cfg.Client, cfg.Counters, cfg.Limiter = client, &batch.Counters{}, lim
+	cfg.Client, cfg.Counters = client, &batch.Counters{}
 	started := time.Now()
 	sum, err := batch.RunBatchAPI(ctx, cfg, api)
 	cs := client.Stats()
