@@ -97,7 +97,6 @@ func (r *run) stop(reason error) {
 	r.stopOnce.Do(func() {
 		r.stopErr = reason
 		close(r.stopped)
-		r.cfg.Limiter.Close()
 	})
 }
 

@@ -227,11 +227,11 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	defer closeEP()
 	cfg.Limiter = llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
-		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log})
+		Adapt: opts.Adapt, Margin: 0.03, Logger: log})
 	cfg.Client, err = llm.New(llm.Config{
 		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, ConnectTimeout: opts.ConnectTimeout, Concurrency: opts.Concurrency,
 		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
-		Limiter: cfg.Limiter, UserAgent: "llmbatch/" + Version, Logger: log,
+		Limiter: cfg.Limiter, BreakAfter: opts.BreakAfter, UserAgent: "llmbatch/" + Version, Logger: log,
 	})
 	if err != nil {
 		return &UsageError{err}

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmbatch/llmbatch/llm/pace"
 )
 
 // MaxBodyBytes is the default cap on how much of a response body is read; a
@@ -36,6 +38,7 @@ type Config struct {
 	MaxAttempts    int           // attempts per request, the first included; default 6
 	Backoff        Backoff       // wait before a retry with no server hint; default FullJitter(1s, 60s)
 	Limiter        *Limiter      // shared pacing; nil for none
+	BreakAfter     time.Duration // stop (Kind Unavailable) when every attempt has failed transiently for this long; 0: never
 	HTTPClient     HTTPClient    // default: a tuned *http.Client that keeps the key from other hosts on redirects
 	UserAgent      string        // default "llmbatch"
 	Logger         *slog.Logger  // retry decisions at debug level; default discards
@@ -53,6 +56,7 @@ type Client struct {
 	stats    stats
 	secrets  []secret // the key and the base URL's credentials, hidden from errors (see scrub)
 	keys     *keyRing // several keys in rotation; nil with one or none
+	health   health   // the circuit breaker's count, and when a request last got through
 }
 
 // New validates cfg and returns a client.
@@ -185,40 +189,45 @@ func (r *Response) Content() string { return TextContent(r.Chat.Choices[0].Messa
 //   - (resp, n, nil) on success;
 //   - (nil, n, *APIError) when the last attempt failed;
 //   - (nil, n, ctx.Err()) when ctx ended;
-//   - (nil, n, err) with errors.Is(err, ErrStopped) when req.Drain (or the
-//     limiter) was closed before the next attempt could be sent; err also wraps the
-//     last attempt's *APIError, if there was one, so check ErrStopped first.
+//   - (nil, n, err) with errors.Is(err, ErrStopped) when req.Drain was
+//     closed before the next attempt could be sent; err also wraps the last
+//     attempt's *APIError, if there was one, so check ErrStopped first.
 //
-// Every attempt, retries included, waits for the limiter first. A 429 pauses
-// the whole limiter, not only this request, even when it is not retried.
+// Every attempt, retries included, waits for the limiter first. A 429
+// about requests pauses every request of the model, not only this one. A
+// rate-limit 429 uses up one of MaxAttempts only while no other request
+// gets through: it is a signal to slow down, not a verdict on the request.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 	waitCtx, cancel := drainContext(ctx, req.Drain)
 	defer cancel()
 	var last *APIError
+	tries := 0           // attempts that count against MaxAttempts
+	before := time.Now() // the previous attempt went (or the request began)
 	for n := 1; ; n++ {
+		if err := c.health.broken(c.cfg.BreakAfter); err != nil {
+			return nil, n - 1, err
+		}
 		// The key first: waiting for a resting key must not hold a permit,
 		// or every waiter would go at once when the key is back.
 		ki, key, err := c.pickKey(waitCtx)
 		if err != nil {
 			return nil, n - 1, stopped(drained(ctx, err), last)
 		}
-		p, err := c.cfg.Limiter.acquire(waitCtx, req.Model, req.Tokens)
+		p, err := c.cfg.Limiter.Acquire(waitCtx, req.Model, req.Tokens)
 		if err == nil && waitCtx.Err() != nil { // drained as the permit came
-			p.release()
+			p.Release()
 			err = waitCtx.Err()
 		}
 		if err != nil {
 			return nil, n - 1, stopped(drained(ctx, err), last)
 		}
-		if p != nil {
-			p.keyed = ki >= 0
-		}
 		c.stats.attempts.Add(1)
+		sent := time.Now()
 		resp, err := c.attempt(ctx, req.Body, key)
 		if ae := (*APIError)(nil); errors.As(err, &ae) {
 			ae.settle(req.Tokens)
 		}
-		c.report(p, resp, err)
+		hold := c.report(p, resp, err, ki >= 0)
 		if err == nil {
 			return resp, n, nil
 		}
@@ -228,46 +237,63 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if errors.As(err, &last) && ki >= 0 && c.keyFailed(ki, last) {
 			// A refused key is dropped (no more than once a key), a busy one
 			// rests; another key takes the next attempt at once.
-			if last.Kind != RateLimited || n < c.cfg.MaxAttempts {
+			if last.Kind != RateLimited || n < c.maxAttempts() {
 				continue
 			}
 		}
 		if !errors.As(err, &last) || !last.Kind.Retryable() {
 			return nil, n, err
 		}
-		d := c.delay(n, last)
-		if last.Kind == RateLimited && !last.tokenLimit && ki < 0 && c.cfg.Limiter != nil {
-			c.cfg.Limiter.lane(req.Model).pause(d) // every worker of this model waits
+		if last.Kind != RateLimited || !c.health.gotThrough(before) {
+			tries++
 		}
-		if n >= c.cfg.MaxAttempts {
+		before = sent
+		if tries >= c.cfg.MaxAttempts || n >= c.maxAttempts() {
 			return nil, n, err
+		}
+		d := c.delay(tries, last, hold)
+		if last.Kind == RateLimited && hold == 0 && !last.tokenLimit && ki < 0 {
+			c.cfg.Limiter.Pause(req.Model, d) // every worker of this model waits
 		}
 		c.stats.retried(last, d)
 		source := "backoff"
 		if last.RetryAfter > 0 {
 			source = last.hintFrom
+		} else if last.Kind == RateLimited && hold > 0 {
+			source = "limiter"
 		}
 		c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
 			"kind", last.Kind.String(), "delay", d, "source", source)
-		if err := c.wait(waitCtx, d, last); err != nil {
+		if err := sleep(waitCtx, d); err != nil {
 			return nil, n, stopped(drained(ctx, err), last)
 		}
 	}
 }
 
-// report tells the limiter how an attempt went.
-func (c *Client) report(p *permit, resp *Response, err error) {
+// maxAttempts bounds the attempts of one request, counted or not: a
+// server that refuses one request for ever while it admits others must
+// not hold the run for ever.
+func (c *Client) maxAttempts() int { return 20 * c.cfg.MaxAttempts }
+
+// report tells the limiter and the breaker how an attempt went, and
+// returns how long the limiter says the request should wait before its
+// next attempt.
+func (c *Client) report(p *pace.Permit, resp *Response, err error, keyed bool) time.Duration {
 	var ae *APIError
 	switch {
 	case err == nil:
-		p.done(resp.Header, nil)
+		c.health.record(true)
+		c.health.succeeded()
+		return p.Done(outcome(resp.Header, nil, keyed, time.Now()))
 	case errors.As(err, &ae):
 		if ae.Kind == RateLimited {
 			c.stats.limited.Add(1)
 		}
-		p.done(ae.header, ae)
+		c.health.record(ae.Kind != Transient)
+		return p.Done(outcome(ae.header, ae, keyed, time.Now()))
 	default: // the caller's context ended: say nothing of the server
-		p.release()
+		p.Release()
+		return 0
 	}
 }
 
@@ -313,23 +339,18 @@ func stopped(err error, last *APIError) error {
 	return fmt.Errorf("%w (last error: %w)", err, last)
 }
 
-// delay returns how long to wait before retrying after attempt n failed: the
-// server's hint when there is one (never cut short), the backoff otherwise.
-func (c *Client) delay(n int, ae *APIError) time.Duration {
-	d := ae.RetryAfter
-	if d <= 0 {
-		d = c.cfg.Backoff(n)
+// delay returns how long to wait before retrying after the tries-th
+// counted failure: the server's hint when there is one (never cut short);
+// after a 429 without one, what the limiter said (it paces the retry), or
+// the backoff if it said nothing; the backoff after any other failure.
+func (c *Client) delay(tries int, ae *APIError, hold time.Duration) time.Duration {
+	switch {
+	case ae.RetryAfter > 0:
+		return max(ae.RetryAfter, hold)
+	case ae.Kind == RateLimited && hold > 0:
+		return hold
 	}
-	return d
-}
-
-// wait sleeps for d before a retry. After a rate limit the closed gate of
-// the limiter does the waiting, in the next Wait.
-func (c *Client) wait(ctx context.Context, d time.Duration, ae *APIError) error {
-	if ae.Kind == RateLimited && !ae.tokenLimit && c.cfg.Limiter != nil {
-		return nil // the lane's gate holds every request of the model
-	}
-	return sleep(ctx, d, c.cfg.Limiter.Done())
+	return c.cfg.Backoff(max(tries, 1))
 }
 
 // attempt makes one HTTP exchange under the per-attempt timeout, which
