@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -15,7 +14,9 @@ import (
 // sending anything (--dry-run).
 type Estimate struct {
 	Items        int64 // records read
-	Bad          int64 // rejected lines
+	Bad          int64 // rejected lines, BadEarlier included
+	BadEarlier   int64 // rejected lines an earlier run recorded already
+	Fixed        int64 // lines an earlier run rejected that read well now: sent, or cleared if done
 	DoneEarlier  int64 // items with a result already
 	FailedBefore int64 // items recorded as failed and not to be retried
 	ToSend       int64 // items a run would send
@@ -47,96 +48,84 @@ func Least(requests, tokens int64, rpm, tpm int) time.Duration {
 	return d
 }
 
-// EstimateRun reads cfg.Input as Run would and reports what Run would send,
-// with and without merging. It takes no lock and writes nothing; the
-// checkpoint, if there is one, is only read.
+// EstimateRun reads cfg.Input through the run's own reader (the same
+// shaping, duplicate check and skipping of what earlier runs finished or
+// rejected) and reports what Run would send, with and without merging. It
+// takes no lock and writes nothing; the checkpoint, if there is one, is only
+// read.
 func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	cfg.setDefaults()
+	cfg.Counters = &Counters{} // the source counts lines here, apart from any live display
 	shaper, err := newShaper(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := checkpoint.Load(cfg.Checkpoint)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, &SetupError{err}
+	rec, err := loadRecorded(cfg.Checkpoint)
+	if err != nil {
+		return nil, err
 	}
+	src := newSource(&cfg, cfg.Input, shaper, rec)
+	defer src.close()
 	e := &Estimate{Models: map[string]*ModelEstimate{}}
 	p := NewPacker(cfg.Packer)
 	now := time.Now()
-	lr := newLineReader(cfg.Input, cfg.MaxLineBytes)
-	seen := newIDSet()
-	defer seen.close()
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		line, _, err := lr.next()
-		var le *LineError
+		it, err := src.next(ctx)
 		switch {
 		case err == io.EOF:
-			e.addGroups(p.Flush())
+			e.addGroups(p.Flush(), shaper.tokens)
+			e.addLines(cfg.Counters, src.badBefore)
 			return e, nil
-		case errors.As(err, &le):
-			e.Items++
-			e.Bad++
-			continue
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
 		case err != nil:
 			return nil, &SetupError{err}
-		case len(trimSpace(line)) == 0:
-			continue
 		}
-		e.Items++
-		it, _, err := shaper.shape(line)
-		fresh := false
-		if err == nil {
-			if fresh, err = seen.add(it.ID); err != nil {
-				return nil, &SetupError{err}
-			}
+		if it.fixes > 0 {
+			e.Fixed++
 		}
-		if !fresh {
-			e.Bad++
-			continue
+		if it.rejected == nil && !it.onlyFix { // else written to the errors file or the checkpoint, never sent
+			e.addItem(it)
+			e.addGroups(p.Add(it, now), shaper.tokens)
 		}
-		if snap != nil {
-			if st, ok := snap.Status(itemKey(it.ID)); ok && st == checkpoint.Done {
-				e.DoneEarlier++
-				continue
-			} else if ok && st == checkpoint.Failed && !cfg.RetryFailed {
-				e.FailedBefore++
-				continue
-			}
-		}
-		e.ToSend++
-		e.Requests++
-		e.Tokens += int64(it.Tokens)
-		e.addModel(it)
-		e.addGroups(p.Add(it, now))
 	}
 }
 
-func (e *Estimate) addGroups(gs [][]*Item) {
+// loadRecorded reads what earlier runs recorded in the journal at path;
+// nil when there is no journal yet.
+func loadRecorded(path string) (recorded, error) {
+	snap, err := checkpoint.Load(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, &SetupError{err}
+	}
+	return snap, nil
+}
+
+func (e *Estimate) addGroups(gs [][]*Item, count func(string) int) {
 	for _, g := range gs {
 		e.MergedRequests++
 		if len(g) == 1 {
 			e.MergedTokens += int64(g[0].Tokens)
 			continue
 		}
-		e.MergedTokens += int64(mergedTokens(g))
+		e.MergedTokens += int64(mergedTokens(g, count))
 	}
 }
 
-// maxTokensOf returns the max_tokens (or max_completion_tokens) of a
-// request body, 0 when it has none.
-func maxTokensOf(body []byte) int {
-	var b struct {
-		MaxTokens           int `json:"max_tokens"`
-		MaxCompletionTokens int `json:"max_completion_tokens"`
-	}
-	_ = json.Unmarshal(body, &b)
-	return max(b.MaxTokens, b.MaxCompletionTokens)
+// addLines takes the counts of lines from the source's counters c.
+func (e *Estimate) addLines(c *Counters, badBefore int64) {
+	e.Items, e.Bad, e.BadEarlier = c.Read.Load(), c.Bad.Load(), badBefore
+	e.DoneEarlier, e.FailedBefore = c.Skipped.Load(), c.SkippedFailed.Load()
 }
 
-func (e *Estimate) addModel(it *Item) {
+// addItem counts an item to send, sent alone.
+func (e *Estimate) addItem(it *Item) {
+	e.ToSend++
+	e.Requests++
+	e.Tokens += int64(it.Tokens)
 	m := e.Models[it.Model]
 	if m == nil {
 		m = &ModelEstimate{}
@@ -144,8 +133,8 @@ func (e *Estimate) addModel(it *Item) {
 	}
 	m.Items++
 	m.Tokens += int64(it.Tokens)
-	if mt := maxTokensOf(it.Body); mt > 0 && m.MaxOutput >= 0 {
-		m.MaxOutput += int64(mt)
+	if it.MaxOutput > 0 && m.MaxOutput >= 0 {
+		m.MaxOutput += int64(it.MaxOutput)
 	} else {
 		m.MaxOutput = -1
 	}

@@ -53,7 +53,7 @@ func hostileRun(t *testing.T, base string, n int) (*Summary, error, string) {
 	}
 	defer c.CloseIdleConnections()
 	sum, err := Run(t.Context(), Config{Input: f, InputPath: in, Output: filepath.Join(dir, "out.jsonl"),
-		Client: c, Limiter: lim, Model: "m", Concurrency: 3})
+		Client: c, Model: "m", Concurrency: 3})
 	return sum, err, dir
 }
 

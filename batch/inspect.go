@@ -47,24 +47,25 @@ func Inspect(output, ckpt string) (*JobState, error) {
 			js.Settings[k] = v
 		}
 	}
-	t := &tally{snap: snap, failed: map[string]string{}, bad: map[string]bool{}}
+	t := &tally{failed: map[string]string{}, bad: map[string]bool{}}
 	snap.Keys(checkpoint.Failed, func(k string) bool { t.failed[k] = "unknown"; return true })
 	snap.Keys(checkpoint.Bad, func(k string) bool { t.bad[k] = true; return true })
-	if err := scan(ErrorsPath(output), true, t.errorsLine); err != nil {
+	rc := reconciler{status: snap.Status, complete: true}
+	if err := rc.errorsFile(ErrorsPath(output), t.errorsLine); err != nil {
 		return nil, err
 	}
-	if err := scan(output, true, t.resultLine); err != nil {
+	if err := rc.resultsFile(output, t.resultLine); err != nil {
 		return nil, err
 	}
+	done, _, _ := snap.Counts()
+	js.CheckpointDone = int64(done)
 	t.fill(js, output)
 	return js, nil
 }
 
-// tally reconciles a checkpoint snapshot with the errors and results files
-// as recover does: an errors line for a key the journal does not know
-// counts, and a result line makes its item done.
+// tally counts what the reconciler finds: an errors line the journal has
+// not moved past counts, and a result line makes its item done.
 type tally struct {
-	snap       *checkpoint.Snapshot
 	failed     map[string]string // item key → kind of its last errors line ("unknown" without one)
 	bad        map[string]bool   // line keys of rejected input lines
 	confirmed  int64             // result lines of items the checkpoint records as done
@@ -74,43 +75,36 @@ type tally struct {
 	notErrors  int64             // lines of the errors file that are not errors lines
 }
 
-func (t *tally) errorsLine(_ int, b []byte) error {
-	key, st, kind := errorsKey(b)
-	if key == "" {
+func (t *tally) errorsLine(l *fileLine) error {
+	switch {
+	case l.key == "":
 		t.notErrors++
-		return nil
-	}
-	if cur, ok := t.snap.Status(key); ok && cur != st {
-		return nil // a failure since answered, or a line error since fixed
-	}
-	if st == checkpoint.Bad {
-		t.bad[key] = true
-	} else {
-		t.failed[key] = kind
+	case l.stale(): // a failure since answered, or a line error since fixed
+	case l.st == checkpoint.Bad:
+		t.bad[l.key] = true
+	default:
+		t.failed[l.key] = l.kind
 	}
 	return nil
 }
 
-func (t *tally) resultLine(_ int, b []byte) error {
+func (t *tally) resultLine(l *fileLine) error {
 	t.lines++
-	key, ok := resultKey(b)
-	if !ok {
+	switch {
+	case l.key == "":
 		t.notResults++
-		return nil
-	}
-	if st, ok := t.snap.Status(key); ok && st == checkpoint.Done {
+	case l.unrecorded():
+		t.unrecorded++
+		delete(t.failed, l.key)
+	default:
 		t.confirmed++
-		return nil
 	}
-	t.unrecorded++
-	delete(t.failed, key)
 	return nil
 }
 
 // fill sets the counts of js and warns of what does not add up.
 func (t *tally) fill(js *JobState, output string) {
-	done, _, _ := t.snap.Counts()
-	js.CheckpointDone, js.ResultLines = int64(done), t.lines
+	js.ResultLines = t.lines
 	js.Done = js.CheckpointDone + t.unrecorded
 	js.Failed, js.Invalid = int64(len(t.failed)), int64(len(t.bad))
 	for _, kind := range t.failed {

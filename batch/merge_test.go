@@ -246,27 +246,33 @@ func checkAllAnsweredSubset(t *testing.T, j *job, n int) {
 	}
 }
 
+// TestMergeJSONModeRefused: however the server words its refusal of JSON
+// mode (llm classifies it as ResponseFormatUnsupported), merged requests go
+// on without it rather than splitting every group down to single requests.
 func TestMergeJSONModeRefused(t *testing.T) {
-	m := &mergeModel{}
-	refusing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body := new(strings.Builder)
-		fmt.Fprint(body, "")
-		raw, _ := readAllString(r)
-		if strings.Contains(raw, "response_format") {
-			w.WriteHeader(400)
-			fmt.Fprint(w, `{"error":{"message":"response_format is not supported by this model"}}`)
-			return
+	for _, refusal := range []string{
+		`{"error":{"message":"response_format is not supported by this model"}}`,
+		`{"error":{"message":"deepseek-reasoner does not support Json Output.","type":"invalid_request_error"}}`,
+	} {
+		m := &mergeModel{}
+		refusing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			raw, _ := readAllString(r)
+			if strings.Contains(raw, "response_format") {
+				w.WriteHeader(400)
+				fmt.Fprint(w, refusal)
+				return
+			}
+			r.Body = readCloser{strings.NewReader(raw)}
+			m.ServeHTTP(w, r)
+		})
+		j := newJob(t, refusing, mergeInputs(30)...)
+		if _, err := j.run(merging); err != nil {
+			t.Fatal(err)
 		}
-		r.Body = readCloser{strings.NewReader(raw)}
-		m.ServeHTTP(w, r)
-	})
-	j := newJob(t, refusing, mergeInputs(30)...)
-	if _, err := j.run(merging); err != nil {
-		t.Fatal(err)
-	}
-	checkAllAnswered(t, j, 30)
-	if m.merged < 3 {
-		t.Errorf("%d merged requests answered: after the refusal, groups should go without JSON mode", m.merged)
+		checkAllAnswered(t, j, 30)
+		if m.merged < 3 {
+			t.Errorf("refused with %s: %d merged requests answered; after the refusal, groups should go without JSON mode", refusal, m.merged)
+		}
 	}
 }
 

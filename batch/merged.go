@@ -152,38 +152,29 @@ func marshalPlain(v any) json.RawMessage {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// mergedTokens returns the estimated tokens of the merged request of items,
-// counted as for a single item (prompt tokens plus max_tokens): the figure
-// to give the rate limiter. A caller that has the body already can use
-// bodyTokens. If the request cannot be built, it returns the items' Tokens
-// summed, an overestimate.
-func mergedTokens(items []*Item) int {
-	body, _, err := buildMerged(items, false)
-	if err != nil {
-		n := 0
-		for _, it := range items {
-			n += it.Tokens
-		}
-		return n
+// mergedTokens estimates the tokens of the merged request of items (see
+// buildMerged) from the estimates the items were read with, as [Item.Tokens]
+// counts a single request: the first item's request less its prompt and
+// output (its system message), the instructions, each prompt with the JSON
+// around it, and the scaled output budget. count counts the instructions.
+// It is the figure given to the rate limiter and the dry run.
+func mergedTokens(items []*Item, count func(string) int) int {
+	first := items[0]
+	n := first.Tokens - first.PromptTokens - first.MaxOutput
+	n += count(mergedInstructions(len(items), true)) // "true": a few tokens over when there is no system message
+	for _, it := range items {
+		n += it.PromptTokens + mergedInputOverhead
 	}
-	return bodyTokens(body)
+	if first.MaxOutput > 0 {
+		n += len(items)*(first.MaxOutput+mergedItemOverhead) + mergedOuterOverhead
+	}
+	return n
 }
 
-// bodyTokens estimates a request body's tokens as [estimate] does an item's:
-// its messages plus max_tokens (or max_completion_tokens).
-func bodyTokens(body []byte) int {
-	var req struct {
-		Messages            []llm.Message   `json:"messages"`
-		MaxTokens           json.RawMessage `json:"max_tokens"`
-		MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
-	}
-	_ = json.Unmarshal(body, &req) // a bad body counts what it could decode
-	mt := req.MaxTokens
-	if len(mt) == 0 {
-		mt = req.MaxCompletionTokens
-	}
-	return estimate(req.Messages, mt)
-}
+// mergedInputOverhead is the estimate of what mergedInputs adds to a prompt:
+// {"id":"12","input":"…"}, and a newline, about 6 tokens, and the escapes
+// of quotes a prompt may hold.
+const mergedInputOverhead = 8
 
 // parseMerged reads the text of a merged answer, content, for a request
 // whose short ids were shortIDs. It returns:

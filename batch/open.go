@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -34,9 +33,9 @@ func openWriter(cfg *Config) (*writer, error) {
 	created := newFilesOf(cfg.Output, cfg.Checkpoint)
 	// The results file is locked as well as the journal: two runs given the
 	// same output and different checkpoints must not both write it.
-	outLock, err := checkpoint.LockFile(cfg.Output)
+	outLock, err := lockOutput(cfg.Output)
 	if err != nil {
-		return nil, &SetupError{err}
+		return nil, err
 	}
 	j, err := checkpoint.Open(cfg.Checkpoint, cfg.settings())
 	if err != nil {
@@ -115,51 +114,48 @@ func checkPath(p, input string) error {
 // error line a crash left unrecorded (the line was written, the journal not).
 func (w *writer) recover() error {
 	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
-		if _, err := checkpoint.RepairTail(p); err != nil {
+		if _, err := repairTail(p); err != nil {
 			return &SetupError{err}
 		}
 	}
+	rc := reconciler{status: w.j.Status}
 	added := 0
-	err := scanLines(w.cfg.Errors, func(n int, b []byte) error {
-		key, st, _ := errorsKey(b)
-		if key == "" {
-			return setupErr("%s:%d: not an errors-file line; is this the right file?", w.cfg.Errors, n)
-		}
-		if _, ok := w.j.Status(key); !ok {
-			added++
-			return w.j.Append(key, st)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	err = scanLines(w.cfg.Output, func(n int, b []byte) error {
-		key, ok := resultKey(b)
-		if !ok {
-			return setupErr("%s:%d: not a result line; is this the right file?", w.cfg.Output, n)
-		}
-		if st, ok := w.j.Status(key); !ok || st != checkpoint.Done {
-			added++
-			return w.j.Append(key, checkpoint.Done)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if added > 0 {
-		w.cfg.Logger.Info("recovered results written just before an interruption", "lines", added)
-		// Those lines may still be in the page cache only (the crash came
-		// before their fsync): make them durable before the journal says so.
-		for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
-			if err := syncFile(p); err != nil {
-				return err
+	record := func(path, what string) func(*fileLine) error {
+		return func(l *fileLine) error {
+			switch {
+			case l.key == "":
+				return setupErr("%s:%d: not %s; is this the right file?", path, l.n, what)
+			case l.unrecorded():
+				added++
+				return w.j.Append(l.key, l.st)
 			}
+			return nil
 		}
-		if err := w.j.Sync(); err != nil {
-			return &WriteError{err}
+	}
+	if err := rc.errorsFile(w.cfg.Errors, record(w.cfg.Errors, "an errors-file line")); err != nil {
+		return err
+	}
+	if err := rc.resultsFile(w.cfg.Output, record(w.cfg.Output, "a result line")); err != nil {
+		return err
+	}
+	if added == 0 {
+		return nil
+	}
+	w.cfg.Logger.Info("recovered results written just before an interruption", "lines", added)
+	return w.syncRecovered()
+}
+
+// syncRecovered makes the lines recover recorded durable, then the journal:
+// they may still be in the page cache only (the crash came before their
+// fsync), and the journal must not say more than the files hold.
+func (w *writer) syncRecovered() error {
+	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
+		if err := syncFile(p); err != nil {
+			return err
 		}
+	}
+	if err := w.j.Sync(); err != nil {
+		return &WriteError{err}
 	}
 	return nil
 }
@@ -178,77 +174,6 @@ func syncFile(path string) error {
 	}
 	if err != nil {
 		return &WriteError{fmt.Errorf("%s: sync: %w", path, err)}
-	}
-	return nil
-}
-
-// compactErrors rewrites the errors file so that it, like the results,
-// holds one line per id: it drops the lines of items that have since
-// succeeded and all but the last line of an item that failed more than once.
-// It writes a new file and renames it over the old, so a crash leaves one or
-// the other.
-func (w *writer) compactErrors() error {
-	path := w.cfg.Errors
-	type entry struct {
-		key  string
-		keep bool
-	}
-	var entries []entry
-	last := map[string]int{}
-	drop := 0
-	err := scanLines(path, func(_ int, b []byte) error {
-		key, st, _ := errorsKey(b)
-		if key == "" {
-			entries = append(entries, entry{})
-			return nil
-		}
-		if cur, _ := w.j.Status(key); cur != st {
-			drop++
-			entries = append(entries, entry{key: key})
-			return nil
-		}
-		if i, ok := last[key]; ok {
-			entries[i].keep = false
-			drop++
-		}
-		last[key] = len(entries)
-		entries = append(entries, entry{key: key, keep: true})
-		return nil
-	})
-	if err != nil || drop == 0 {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return &WriteError{err}
-	}
-	bw := bufio.NewWriter(f)
-	i := 0
-	err = scanLines(path, func(_ int, b []byte) error {
-		e := entries[i]
-		i++
-		if e.key != "" && !e.keep {
-			return nil
-		}
-		bw.Write(b)
-		return bw.WriteByte('\n')
-	})
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return &WriteError{err}
 	}
 	return nil
 }

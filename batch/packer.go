@@ -3,16 +3,13 @@ package batch
 import (
 	"slices"
 	"time"
-
-	"github.com/llmbatch/llmbatch/llm"
 )
 
 // PackerConfig sets the caps of a [Packer]. A zero field takes its default.
 type PackerConfig struct {
-	MaxItems  int              // items per merged request at most; default 20
-	MaxTokens int              // the items' prompt tokens summed, at most; default 8000
-	Wait      time.Duration    // a partly filled group is released this long after its first item; default 200ms
-	Count     func(string) int // counts a prompt's tokens; default llm.EstimateTokens
+	MaxItems  int           // items per merged request at most; default 20
+	MaxTokens int           // the items' prompt tokens (Item.PromptTokens) summed, at most; default 8000
+	Wait      time.Duration // a partly filled group is released this long after its first item; default 200ms
 }
 
 // A Packer groups mergeable items into the requests of DESIGN §4: items of
@@ -76,9 +73,6 @@ func NewPacker(cfg PackerConfig) *Packer {
 	if cfg.Wait <= 0 {
 		cfg.Wait = 200 * time.Millisecond
 	}
-	if cfg.Count == nil {
-		cfg.Count = llm.EstimateTokens
-	}
 	return &Packer{cfg: cfg, byKey: map[string]*openGroup{}}
 }
 
@@ -95,7 +89,7 @@ func (p *Packer) Add(it *Item, now time.Time) (ready [][]*Item) {
 	if it.Prompt == "" {
 		return [][]*Item{{it}}
 	}
-	n := p.cfg.Count(it.Prompt)
+	n := it.PromptTokens
 	if n > p.cfg.MaxTokens {
 		return [][]*Item{{it}}
 	}

@@ -8,11 +8,10 @@ import (
 	"time"
 )
 
-// packItem returns a mergeable item for packer tests. The prompt is made of n
-// letters, so with Count = len it weighs n tokens; n = 0 makes an item that
-// cannot be merged.
+// packItem returns a mergeable item for packer tests whose prompt weighs n
+// tokens; n = 0 makes an item that cannot be merged.
 func packItem(id, group string, n int) *Item {
-	return &Item{ID: id, Group: group, Prompt: strings.Repeat("x", n)}
+	return &Item{ID: id, Group: group, Prompt: strings.Repeat("x", n), PromptTokens: n}
 }
 
 // groupIDs shows groups as "a b|c": items of a group by id, groups apart by "|".
@@ -29,7 +28,6 @@ func groupIDs(groups [][]*Item) string {
 }
 
 func TestPacker(t *testing.T) {
-	byLen := func(s string) int { return len(s) }
 	type step struct {
 		at   int   // milliseconds after the start
 		add  *Item // else:
@@ -51,15 +49,15 @@ func TestPacker(t *testing.T) {
 		{"no prompt goes alone and leaves the open group", PackerConfig{MaxItems: 2}, []step{
 			{add: packItem("a", "g", 1)}, {add: packItem("x", "g", 0), want: "x"}, {add: packItem("b", "g", 1), want: "a b"},
 		}},
-		{"too large goes alone", PackerConfig{MaxTokens: 10, Count: byLen}, []step{
+		{"too large goes alone", PackerConfig{MaxTokens: 10}, []step{
 			{add: packItem("a", "g", 3)}, {add: packItem("big", "g", 11), want: "big"},
 			{add: packItem("edge", "g", 7)}, {op: "flush", want: "a edge"},
 		}},
-		{"token cap releases the open group", PackerConfig{MaxTokens: 10, Count: byLen}, []step{
+		{"token cap releases the open group", PackerConfig{MaxTokens: 10}, []step{
 			{add: packItem("a", "g", 4)}, {add: packItem("b", "g", 4)}, {add: packItem("c", "g", 4), want: "a b"},
 			{add: packItem("d", "g", 6)}, {add: packItem("e", "g", 1), want: "c d"}, {op: "flush", want: "e"},
 		}},
-		{"token cap then MaxItems in one Add", PackerConfig{MaxItems: 1, MaxTokens: 10, Count: byLen}, []step{
+		{"token cap then MaxItems in one Add", PackerConfig{MaxItems: 1, MaxTokens: 10}, []step{
 			// MaxItems 1 releases every item at once, so the token cap never has an open group to close.
 			{add: packItem("a", "g", 9), want: "a"}, {add: packItem("b", "g", 9), want: "b"},
 		}},
@@ -145,8 +143,7 @@ func TestPackerUntilNext(t *testing.T) {
 func TestPackerProperties(t *testing.T) {
 	for seed := range uint64(50) {
 		r := rand.New(rand.NewPCG(seed, 1))
-		cfg := PackerConfig{MaxItems: 1 + r.IntN(6), MaxTokens: 5 + r.IntN(30), Wait: time.Duration(1+r.IntN(50)) * time.Millisecond,
-			Count: func(s string) int { return len(s) }}
+		cfg := PackerConfig{MaxItems: 1 + r.IntN(6), MaxTokens: 5 + r.IntN(30), Wait: time.Duration(1+r.IntN(50)) * time.Millisecond}
 		p := NewPacker(cfg)
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		added := map[*Item]int{} // order of adding

@@ -7,22 +7,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/llmbatch/llmbatch/internal/textclip"
 	"github.com/llmbatch/llmbatch/llm"
 )
 
 // Item is one unit of work read from the input.
 type Item struct {
-	ID     string // the user's id (custom_id for OpenAI Batch lines)
-	Model  string // the model the request names; each model is paced on its own
-	Line   int    // 1-based input line
-	Body   []byte // the request body, ready to send
-	Tokens int    // estimated prompt tokens plus max_tokens, for the token limit
-	Batch  bool   // an OpenAI Batch request line: the result is Batch-shaped
+	ID    string // the user's id (custom_id for OpenAI Batch lines)
+	Model string // the model the request names; each model is paced on its own
+	Line  int    // 1-based input line
+	Body  []byte // the request body, ready to send
+	Batch bool   // an OpenAI Batch request line: the result is Batch-shaped
+
+	// The item's token estimate, made once when it is read and used by the
+	// token limit, the packer and the dry run alike.
+	Tokens       int // the request's: its messages plus MaxOutput, as --tpm counts them
+	PromptTokens int // the prompt's alone, for the merge caps; 0 for messages and Batch lines
+	MaxOutput    int // max_tokens (or max_completion_tokens); 0 when the body sets none
 
 	// For merging (--merge): only items made of one prompt can share a
 	// request, and only with items of the same Group.
@@ -42,6 +47,39 @@ type recordShaper struct {
 	tmpl        *template.Template
 	maxTokens   *int
 	temperature *float64
+	count       func(string) int // counts a text's tokens; nil: llm.EstimateTokens
+}
+
+// tokens estimates the tokens of text: the one count behind every estimate.
+func (s *recordShaper) tokens(text string) int {
+	if s.count == nil {
+		return llm.EstimateTokens(text)
+	}
+	return s.count(text)
+}
+
+// estimate returns the tokens of msgs, each with the few that frame a message.
+func (s *recordShaper) estimate(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += s.tokens(llm.TextContent(m.Content)) + msgOverhead
+	}
+	return n
+}
+
+// msgOverhead is what a message adds to its text: role and delimiters.
+const msgOverhead = 4
+
+// maxOutput returns the max_tokens of a request body, or else its
+// max_completion_tokens; 0 when it sets neither.
+func maxOutput(body map[string]json.RawMessage) int {
+	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+		var n int
+		if json.Unmarshal(body[k], &n) == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // shape parses one non-blank line. Errors are causes for a *LineError.
@@ -120,22 +158,47 @@ func recordID(raw json.RawMessage, line []byte) (string, error) {
 		}
 		return s, nil
 	}
-	return "", fmt.Errorf("%w (got %s)", ErrBadID, truncate(string(raw), 40))
+	return "", fmt.Errorf("%w (got %s)", ErrBadID, textclip.Bytes(string(raw), 40))
 }
 
 // chatItem makes the request of a prompt or messages record.
 func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
-	var msgs []llm.Message
-	var prompt string
-	raw, conversation := rec["messages"]
-	if conversation {
+	msgs, prompt, system, err := s.messages(rec)
+	if err != nil {
+		return nil, err
+	}
+	body, model, err := s.settings(rec)
+	if err != nil {
+		return nil, err
+	}
+	it := &Item{Model: model, MaxOutput: maxOutput(body)}
+	if prompt == "" {
+		it.Tokens = s.estimate(msgs) + it.MaxOutput
+	} else {
+		// As estimate would make it, without decoding a long prompt again.
+		it.PromptTokens = s.tokens(prompt)
+		it.Tokens = it.PromptTokens + msgOverhead + s.estimate(msgs[:len(msgs)-1]) + it.MaxOutput
+		if mergeable(body) {
+			it.Prompt, it.Group = prompt, groupKey(body, system)
+		}
+	}
+	delete(body, "messages") // params cannot set them
+	if it.Body, err = encodeObject(body, msgs); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	return it, nil
+}
+
+// messages returns a record's messages, its system prompt first when it
+// has one, its prompt ("" for a record of messages) and its system prompt.
+func (s *recordShaper) messages(rec map[string]json.RawMessage) (msgs []llm.Message, prompt, system string, err error) {
+	if raw, ok := rec["messages"]; ok {
 		if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-			return nil, fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
+			return nil, "", "", fmt.Errorf("%w: messages must be a non-empty array of {role, content}", ErrNoPrompt)
 		}
 	} else {
-		var err error
 		if prompt, err = s.prompt(rec); err != nil {
-			return nil, err
+			return nil, "", "", err
 		}
 		content := rec["prompt"] // already a JSON string: spare a long prompt one more encoding
 		if s.tmpl != nil {
@@ -143,115 +206,40 @@ func (s *recordShaper) chatItem(rec map[string]json.RawMessage) (*Item, error) {
 		}
 		msgs = []llm.Message{{Role: "user", Content: content}}
 	}
-	system := s.system
+	system = s.system
 	if raw, ok := rec["system"]; ok {
 		if json.Unmarshal(raw, &system) != nil {
-			return nil, fmt.Errorf("%w: system must be a string", ErrNoPrompt)
+			return nil, "", "", fmt.Errorf("%w: system must be a string", ErrNoPrompt)
 		}
 	}
 	if system != "" && msgs[0].Role != "system" {
 		msgs = append([]llm.Message{llm.TextMessage("system", system)}, msgs...)
 	}
+	return msgs, prompt, system, nil
+}
+
+// settings returns the request body a record's params and model make, with
+// the run's defaults, and the model.
+func (s *recordShaper) settings(rec map[string]json.RawMessage) (map[string]json.RawMessage, string, error) {
 	body := map[string]json.RawMessage{}
 	if raw, ok := rec["params"]; ok {
 		if err := json.Unmarshal(raw, &body); err != nil {
-			return nil, fmt.Errorf("%w: params must be a JSON object", ErrNoPrompt)
+			return nil, "", fmt.Errorf("%w: params must be a JSON object", ErrNoPrompt)
 		}
 	}
 	model := s.model
 	if raw, ok := rec["model"]; ok {
 		if json.Unmarshal(raw, &model) != nil {
-			return nil, fmt.Errorf("%w: model must be a string", ErrNoPrompt)
+			return nil, "", fmt.Errorf("%w: model must be a string", ErrNoPrompt)
 		}
 	}
 	if model == "" {
-		return nil, ErrNoModel
+		return nil, "", ErrNoModel
 	}
 	body["model"], _ = json.Marshal(model)
 	setDefault(body, "max_tokens", s.maxTokens)
 	setDefault(body, "temperature", s.temperature)
-	it := &Item{Model: model}
-	if conversation {
-		it.Tokens = estimate(msgs, body["max_tokens"])
-	} else {
-		// As estimate would make it, without decoding a long prompt again.
-		it.Tokens = llm.EstimateTokens(prompt) + 4 + estimate(msgs[:len(msgs)-1], body["max_tokens"])
-		if mergeable(body) {
-			it.Prompt, it.Group = prompt, groupKey(body, system)
-		}
-	}
-	delete(body, "messages") // params cannot set them
-	out, err := encodeObject(body, msgs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
-	}
-	it.Body = out
-	return it, nil
-}
-
-// encodeObject is json.Marshal of obj with, when msgs is not nil, a
-// "messages" field holding msgs: keys sorted, values compacted. It writes
-// into a buffer sized once, so that a prompt of many megabytes is copied
-// once where the encoder's doubling buffer (and a RawMessage per level)
-// would copy it several times.
-func encodeObject(obj map[string]json.RawMessage, msgs []llm.Message) ([]byte, error) {
-	keys := make([]string, 0, len(obj)+1)
-	n := 2
-	for k, v := range obj {
-		keys = append(keys, k)
-		n += len(k) + len(v) + 8
-	}
-	if msgs != nil {
-		keys = append(keys, "messages")
-		for _, m := range msgs {
-			n += len(m.Role) + len(m.Content) + 32
-		}
-	}
-	slices.Sort(keys)
-	b := bytes.NewBuffer(make([]byte, 0, n))
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		name, _ := json.Marshal(k) // a string always marshals
-		b.Write(name)
-		b.WriteByte(':')
-		var err error
-		if k == "messages" && msgs != nil {
-			err = encodeMessages(b, msgs)
-		} else {
-			err = json.Compact(b, obj[k])
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// encodeMessages appends msgs to b as json.Marshal would, but for HTML
-// characters, which it leaves as they are.
-func encodeMessages(b *bytes.Buffer, msgs []llm.Message) error {
-	b.WriteByte('[')
-	for i, m := range msgs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		role, _ := json.Marshal(m.Role)
-		b.WriteString(`{"role":`)
-		b.Write(role)
-		b.WriteString(`,"content":`)
-		if len(m.Content) == 0 {
-			b.WriteString("null")
-		} else if err := json.Compact(b, m.Content); err != nil {
-			return err
-		}
-		b.WriteByte('}')
-	}
-	b.WriteByte(']')
-	return nil
+	return body, model, nil
 }
 
 // unmergeable are request fields whose meaning a merged request would
@@ -327,7 +315,7 @@ func (s *recordShaper) shapeBatch(rec map[string]json.RawMessage, rawBody json.R
 		var u string
 		_ = json.Unmarshal(raw, &u)
 		if !strings.HasSuffix(u, "/chat/completions") {
-			return nil, id, fmt.Errorf("%w: url %q: only /v1/chat/completions is supported", ErrNoPrompt, truncate(u, 60))
+			return nil, id, fmt.Errorf("%w: url %q: only /v1/chat/completions is supported", ErrNoPrompt, textclip.Bytes(u, 60))
 		}
 	}
 	var body map[string]json.RawMessage
@@ -351,27 +339,6 @@ func (s *recordShaper) shapeBatch(rec map[string]json.RawMessage, rawBody json.R
 	if err != nil {
 		return nil, id, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
-	return &Item{ID: id, Model: model, Body: out, Tokens: estimate(msgs, body["max_tokens"]), Batch: true}, id, nil
-}
-
-func estimate(msgs []llm.Message, maxTokens json.RawMessage) int {
-	n := 0
-	for _, m := range msgs {
-		n += llm.EstimateTokens(llm.TextContent(m.Content)) + 4
-	}
-	var mt int
-	if json.Unmarshal(maxTokens, &mt) == nil && mt > 0 {
-		n += mt
-	}
-	return n
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	mt := maxOutput(body)
+	return &Item{ID: id, Model: model, Body: out, Tokens: s.estimate(msgs) + mt, MaxOutput: mt, Batch: true}, id, nil
 }

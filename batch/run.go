@@ -3,27 +3,13 @@ package batch
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
-	"text/template"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
 )
-
-// ErrInterrupted is returned by [Run] when Config.Stop was closed: the work
-// in flight was recorded and a rerun resumes. (exit 130)
-var ErrInterrupted = errors.New("interrupted: rerun the same command to resume")
-
-// StopError is returned by [Run] when the API made going on pointless (bad
-// key, spent quota) or the input could not be read to its end. Rerunning
-// resumes. (exit 3)
-type StopError struct{ Err error }
-
-func (e *StopError) Error() string { return "stopped: " + e.Err.Error() }
-func (e *StopError) Unwrap() error { return e.Err }
 
 // Run runs the job described by cfg and returns its summary with:
 //   - nil when every item was tried (see [Summary.Complete] for failures);
@@ -32,8 +18,9 @@ func (e *StopError) Unwrap() error { return e.Err }
 //   - a *WriteError when a file could not be written;
 //   - ErrInterrupted after Config.Stop, or ctx.Err() when ctx was cancelled.
 //
-// In every case, what was answered before Run returned is durable and
-// recorded in the checkpoint.
+// In every case, what was answered before Run returned is in the results
+// file, and recorded in the checkpoint unless a write failed. Run returns
+// only once every goroutine it started has ended (see the package doc).
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cfg.setDefaults()
 	shaper, err := newShaper(&cfg)
@@ -45,10 +32,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	start := time.Now()
-	r := &run{cfg: &cfg, j: w.j, shaper: shaper, stopped: make(chan struct{})}
+	in := openInput(cfg.Input)
+	r := &run{cfg: &cfg, j: w.j, shaper: shaper, in: in}
 	r.jsonMode.Store(cfg.JSONMode)
-	w.spend = r.spend
+	w.spend, w.stopped = r.spend, r.stopped
 	runErr := r.pipeline(ctx, w)
+	in.close()
 	if cerr := w.close(runErr == nil || !errors.As(runErr, new(*WriteError))); cerr != nil && runErr == nil {
 		runErr = cerr
 	}
@@ -57,32 +46,32 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	return &s, runErr
 }
 
-func newShaper(cfg *Config) (*recordShaper, error) {
-	s := &recordShaper{model: cfg.Model, system: cfg.System, maxTokens: cfg.MaxTokens, temperature: cfg.Temperature}
-	if cfg.Template != "" {
-		t, err := template.New("prompt").Option("missingkey=error").Parse(cfg.Template)
-		if err != nil {
-			return nil, setupErr("template: %v", err)
-		}
-		s.tmpl = t
-	}
-	return s, nil
-}
-
 // run is the state shared by the stages of one Run.
 type run struct {
 	cfg    *Config
 	j      *checkpoint.Journal
 	shaper *recordShaper
+	in     *input
 
-	stopOnce sync.Once
-	stopped  chan struct{} // closed when no new work is to be taken
-	stopErr  error         // why; set once, before stopped is closed
+	// drained is done once the run takes no new work: after a stop (its
+	// cause is the reason), when the group is cancelled, or at the end.
+	drained context.Context
+	drain   context.CancelCauseFunc
 
-	jsonMode atomic.Bool // JSON mode for merged requests, until the server refuses it
+	jsonMode atomic.Bool  // JSON mode for merged requests, until the server refuses it
+	readAll  atomic.Bool  // the reader reached the end of the input
+	queued   atomic.Int64 // items (and rejected lines) the reader handed on
+}
 
-	readAll atomic.Bool  // the reader reached the end of the input
-	queued  atomic.Int64 // items (and rejected lines) the reader handed on
+// stop makes the run take no new work and remembers the first reason.
+// Requests in flight go on and are written. It is safe to call from any
+// stage, more than once.
+func (r *run) stop(reason error) { r.drain(reason) }
+
+// stopped reports whether a stop (not the end of the work) drained the run.
+func (r *run) stopped() bool {
+	c := context.Cause(r.drained)
+	return c != nil && c != errEnded
 }
 
 // finished reports whether every input line got its outcome: a stop that
@@ -91,101 +80,39 @@ func (r *run) finished() bool {
 	return r.readAll.Load() && r.queued.Load() == r.cfg.Counters.outcomes.Load()
 }
 
-// stop makes the run take no new work and remembers the first reason.
-// Requests in flight go on.
-func (r *run) stop(reason error) {
-	r.stopOnce.Do(func() {
-		r.stopErr = reason
-		close(r.stopped)
-	})
-}
-
-// limiterClosed handles llm.ErrStopped: normally the run's own stop closed
-// the limiter; if not, someone else did, and the run cannot go on.
-func (r *run) limiterClosed(err error) {
-	if !r.isStopped() {
-		r.stop(&StopError{err})
-	}
-}
-
-func (r *run) isStopped() bool {
-	select {
-	case <-r.stopped:
-		return true
-	default:
-		return false
-	}
-}
-
-// pipeline runs reader → workers → writer. The writer drains every outcome
-// the workers produce, so a request answered is always written, unless the
-// writer itself failed.
+// pipeline runs the stages in one errgroup (see the package doc) and
+// returns once every one has ended.
 func (r *run) pipeline(ctx context.Context, w *writer) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	r.drained, r.drain = context.WithCancelCause(gctx)
+	defer r.drain(errEnded)
 	items := make(chan *Item, r.cfg.Concurrency)
 	groups := make(chan []*Item, r.cfg.Concurrency)
-	results := make(chan outcome, r.cfg.Concurrency*2)
-	writerDone := make(chan struct{})
+	results := make(chan outcome) // unbuffered; each worker also waits for its outcome to be written (emitter)
+	writerGone := make(chan struct{})
+	g.Go(r.watch)
+	g.Go(r.stage(func() error { return r.read(items) }))
+	g.Go(r.stage(func() error { return r.pack(items, groups) }))
+	g.Go(func() error { return r.workers(gctx, groups, results, writerGone) })
+	g.Go(func() error {
+		defer close(writerGone)
+		defer r.drain(errEnded) // nothing is left to send: release the watcher
+		return w.run(results)
+	})
+	return r.result(ctx, g.Wait())
+}
 
-	go func() { // Stop from the caller (a signal)
-		select {
-		case <-r.cfg.Stop:
-			r.stop(ErrInterrupted)
-		case <-r.stopped:
-		case <-ctx.Done():
-		}
-	}()
-
-	g, gctx := errgroup.WithContext(ctx)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		if err := r.read(gctx, items); err != nil {
-			r.stop(&StopError{err})
-		}
-	}()
-	g.Go(func() error {
-		r.pack(gctx, items, groups)
-		return nil
-	})
-	var workers sync.WaitGroup
-	for range r.cfg.Concurrency {
-		workers.Add(1)
-		g.Go(func() error {
-			defer workers.Done()
-			r.work(gctx, groups, results, writerDone)
-			return nil
-		})
-	}
-	g.Go(func() error {
-		workers.Wait()
-		close(results)
-		return nil
-	})
-	var werr error
-	g.Go(func() error {
-		defer close(writerDone)
-		if werr = w.loop(results); werr != nil {
-			r.stop(werr)
-			cancel() // answers to requests in flight could not be written anyway
-		}
-		return nil
-	})
-	g.Wait()
-	// The reader ends when the input does or when it sees the stop; only a
-	// read from a silent stdin can hold it, and then the process is exiting.
-	select {
-	case <-readerDone:
-	case <-time.After(time.Second):
-	}
+// result is Run's error once the stages have ended with err.
+func (r *run) result(ctx context.Context, err error) error {
 	switch {
-	case werr != nil:
-		return werr
-	case r.isStopped() && !r.finished():
-		return r.stopErr
-	case ctx.Err() != nil && !r.finished():
+	case err != nil:
+		return err // a file could not be written
+	case r.finished():
+		return nil
+	case ctx.Err() != nil:
 		return ctx.Err()
+	case r.stopped():
+		return context.Cause(r.drained)
 	}
-	return nil
+	return &StopError{errors.New("the run ended with items left undone")}
 }

@@ -98,7 +98,7 @@ func (j *job) config(mod ...func(*Config)) Config {
 	if err != nil {
 		j.t.Fatal(err)
 	}
-	cfg := Config{Input: f, InputPath: j.input, Output: j.out(), Client: c, Limiter: lim,
+	cfg := Config{Input: f, InputPath: j.input, Output: j.out(), Client: c,
 		Model: "m", Concurrency: 4}
 	for _, m := range mod {
 		m(&cfg)

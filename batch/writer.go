@@ -1,14 +1,13 @@
 package batch
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
-	"strconv"
-	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
 	"github.com/llmbatch/llmbatch/llm"
@@ -20,8 +19,9 @@ type outcome struct {
 	item     *Item
 	resp     *llm.Response
 	attempts int
-	err      error      // the final error of an item that failed
-	bad      *LineError // a rejected input line
+	err      error           // the final error of an item that failed
+	bad      *LineError      // a rejected input line
+	ack      chan<- struct{} // told once the outcome is written (or held); nil: nobody waits
 
 	// For an item answered in a merged request:
 	output json.RawMessage // its output, as JSON
@@ -29,55 +29,36 @@ type outcome struct {
 	share  float64         // its share of the request's usage
 }
 
-// WriteError is a failure to write the results, errors or checkpoint file:
-// the run stops (exit 3) and nothing is recorded as done that is not in the
-// results file.
-type WriteError struct{ Err error }
-
-// Error names the file and the cause once, with a hint for the usual
-// causes: "cannot write out.jsonl: no space left on device (the disk is
-// full)".
-func (e *WriteError) Error() string {
-	if pe, ok := errors.AsType[*fs.PathError](e.Err); ok {
-		return "cannot write " + pe.Path + ": " + pe.Err.Error() + writeHint(e.Err)
-	}
-	return "cannot write: " + e.Err.Error() + writeHint(e.Err)
-}
-
-func (e *WriteError) Unwrap() error { return e.Err }
-
-// writeHint says in words what the usual causes of a failed write mean.
-func writeHint(err error) string {
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		return " (the disk is full)"
-	case errors.Is(err, syscall.EFBIG):
-		return " (the file size limit was reached: see ulimit -f)"
-	case errors.Is(err, syscall.EDQUOT):
-		return " (the disk quota is used up)"
-	case errors.Is(err, syscall.EROFS):
-		return " (the file system is read-only)"
-	case errors.Is(err, fs.ErrPermission):
-		return " (permission denied)"
-	}
-	return ""
-}
-
 // writer alone owns the results file, the errors file and the journal, so
-// the order "results durable, then journal" is kept in one place: a key is
-// appended to the journal only after its line has been fsynced.
+// the order of writing, syncing and recording is decided in one place. It
+// is two goroutines: the line writer hands each outcome's line to the OS as
+// it arrives (a kill of the process then loses only the requests in
+// flight), and the committer, beside it, fsyncs what was written and then
+// records its keys in the journal (a group commit): a key reaches the
+// journal only after its line has been fsynced, and a line written but not
+// yet recorded is recorded by the next run's recovery, which reads the
+// results file (see openWriter).
 type writer struct {
 	cfg       *Config
 	spend     func(asked, answered string, u *usage) // counts the cost of an answer
-	j         *checkpoint.Journal
-	outLock   *checkpoint.FileLock
+	stopped   func() bool                            // whether a stop drained the run
+	j         *checkpoint.Journal                    // the committer's
+	outLock   *outputLock
 	out, errs *appendFile
-	pending   []pendingKey
 
-	// Outcomes written but not yet committed: they are counted as done or
-	// failed once they are durable, so that a run stopped by a failed write
-	// does not report what a rerun will have to redo.
-	done, failed int64
+	// The line writer's: what was written and not yet handed to the
+	// committer, and the failures held back until the server proves up.
+	batch commitBatch
+	held  heldFailures
+	acks  []chan<- struct{} // the workers whose outcomes are being written
+}
+
+// commitBatch is the work of one group commit: outcomes written to the
+// files, whose keys are recorded once the files are fsynced.
+type commitBatch struct {
+	keys         []pendingKey
+	out, errs    bool  // lines were written to the results, errors file
+	done, failed int64 // outcomes answered and failed: counted once durable
 }
 
 type pendingKey struct {
@@ -85,79 +66,210 @@ type pendingKey struct {
 	st  checkpoint.Status
 }
 
-// loop writes every outcome until results is closed, committing at least
-// every SyncEvery. It returns a *WriteError if a file cannot be written.
-func (w *writer) loop(results <-chan outcome) error {
+// maxBatch is how many keys the line writer gathers before it waits for
+// the committer.
+const maxBatch = 8192
+
+// run is the writer stage: it writes every outcome until results is
+// closed, committing at least every SyncEvery, and at the end. It returns a
+// *WriteError if a file cannot be written.
+func (w *writer) run(results <-chan outcome) error {
+	commits := make(chan commitBatch) // unbuffered: a batch is handed over only when the committer is idle
+	g, ctx := errgroup.WithContext(context.Background())
+	g.Go(func() error {
+		for b := range commits {
+			if err := w.commit(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		defer close(commits)
+		return w.writeLines(ctx, results, commits)
+	})
+	return g.Wait()
+}
+
+// writeLines is the line writer. ctx ends when the committer failed.
+func (w *writer) writeLines(ctx context.Context, results <-chan outcome, commits chan<- commitBatch) error {
 	t := time.NewTicker(w.cfg.SyncEvery)
 	defer t.Stop()
 	for {
 		select {
-		case o, ok := <-results:
-			if !ok {
-				return w.commit()
+		case o, open := <-results:
+			var err error
+			if open {
+				open, err = w.takeSome(o, results)
 			}
-			if err := w.write(o); err != nil {
+			if err == nil && !open {
+				err = w.settleHeld()
+			}
+			switch {
+			case err != nil:
 				return err
+			case open && len(w.batch.keys) < maxBatch:
+				continue
 			}
-			if len(w.pending) >= 8192 {
-				if err := w.commit(); err != nil {
-					return err
-				}
+			w.handOff(ctx, commits, true)
+			if !open {
+				return nil
 			}
 		case <-t.C:
-			if err := w.commit(); err != nil {
-				return err
-			}
+			w.handOff(ctx, commits, false)
+		case <-ctx.Done():
+			return nil // the committer's error is the stage's
 		}
 	}
 }
 
+// takeSome takes o and the outcomes already waiting behind it, hands their
+// lines to the OS (one write a file), and only then lets their workers go
+// on. ok is false once results is closed.
+func (w *writer) takeSome(o outcome, results <-chan outcome) (ok bool, err error) {
+	acks := w.acks[:0]
+	for ok = true; ok && len(acks) < maxGather; {
+		if err := w.take(o); err != nil {
+			return ok, err
+		}
+		if o.ack != nil {
+			acks = append(acks, o.ack)
+		}
+		select {
+		case o, ok = <-results:
+			continue
+		default:
+		}
+		break
+	}
+	if err := w.flush(); err != nil {
+		return ok, err
+	}
+	for _, a := range acks {
+		a <- struct{}{} // buffered: its worker waits for it
+	}
+	w.acks = acks[:0]
+	return ok, nil
+}
+
+// maxGather is how many outcomes the line writer takes before it writes.
+const maxGather = 256
+
+// flush hands the lines buffered for both files to the OS.
+func (w *writer) flush() error {
+	if err := w.out.flush(); err != nil {
+		return err
+	}
+	return w.errs.flush()
+}
+
+// handOff gives the batch written so far to the committer: when it is
+// idle, or, with wait, as soon as it is.
+func (w *writer) handOff(ctx context.Context, commits chan<- commitBatch, wait bool) {
+	if len(w.batch.keys) == 0 {
+		return
+	}
+	if wait {
+		select {
+		case commits <- w.batch:
+		case <-ctx.Done():
+			return
+		}
+	} else {
+		select {
+		case commits <- w.batch:
+		default:
+			return // a commit is under way: the next tick takes both
+		}
+	}
+	w.batch = commitBatch{}
+}
+
+// take writes an outcome, or holds back a failure that an outage may
+// explain (see heldFailures). An answer proves the server up: the failures
+// held before it were the items' own.
+func (w *writer) take(o outcome) error {
+	switch {
+	case o.err != nil && transient(o.err):
+		if old, full := w.held.add(o); full {
+			return w.write(old)
+		}
+		return nil
+	case o.resp != nil:
+		for _, h := range w.held.take() {
+			if err := w.write(h); err != nil {
+				return err
+			}
+		}
+	}
+	return w.write(o)
+}
+
+// settleHeld decides the failures still held when results is closed: a
+// run that stopped leaves them to the rerun (the server may be down, and
+// the item not at fault); a run that ended normally records them.
+func (w *writer) settleHeld() error {
+	held := w.held.take()
+	if len(held) > 0 && w.stopped() {
+		w.cfg.Logger.Info("items whose attempts ran out while no request succeeded are left for the rerun", "items", len(held))
+		return nil
+	}
+	for _, h := range held {
+		if err := w.write(h); err != nil {
+			return err
+		}
+	}
+	return w.flush()
+}
+
+// write writes an outcome's line to the OS and adds its keys to the batch.
 func (w *writer) write(o outcome) error {
-	c := w.cfg.Counters
+	c, b := w.cfg.Counters, &w.batch
 	c.outcomes.Add(1)
 	if o.item != nil && o.item.fixes > 0 {
 		// Recorded with the item's own record, after its line is durable.
-		w.pending = append(w.pending, pendingKey{lineKey(o.item.fixes), checkpoint.Fixed})
+		b.keys = append(b.keys, pendingKey{lineKey(o.item.fixes), checkpoint.Fixed})
 	}
 	switch {
 	case o.item != nil && o.item.onlyFix:
 		return nil
 	case o.bad != nil:
-		w.pending = append(w.pending, pendingKey{lineKey(o.bad.Line), checkpoint.Bad})
+		b.keys, b.errs = append(b.keys, pendingKey{lineKey(o.bad.Line), checkpoint.Bad}), true
 		return w.errs.writeJSON(badLine(o.bad))
 	case o.err != nil:
-		w.failed++
-		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Failed})
+		b.failed++
+		b.keys, b.errs = append(b.keys, pendingKey{itemKey(o.item.ID), checkpoint.Failed}), true
 		return w.errs.writeJSON(failedLine(o.item, o.err, o.attempts))
-	default:
-		w.done++
-		u := o.usage()
-		line, err := resultLine(o, u)
-		if err != nil {
-			return err
-		}
-		w.pending = append(w.pending, pendingKey{itemKey(o.item.ID), checkpoint.Done})
-		if u != nil {
-			c.PromptTokens.Add(int64(u.PromptTokens))
-			c.OutputTokens.Add(int64(u.CompletionTokens))
-			w.spend(o.item.Model, o.resp.Chat.Model, u)
-		}
-		return w.out.write(line)
 	}
+	u := o.usage()
+	line, err := resultLine(o, u)
+	if err != nil {
+		return err
+	}
+	b.done++
+	b.keys, b.out = append(b.keys, pendingKey{itemKey(o.item.ID), checkpoint.Done}), true
+	if u != nil {
+		c.PromptTokens.Add(int64(u.PromptTokens))
+		c.OutputTokens.Add(int64(u.CompletionTokens))
+		w.spend(o.item.Model, o.resp.Chat.Model, u)
+	}
+	return w.out.write(line)
 }
 
-// commit makes the results and errors durable, then records their keys.
-func (w *writer) commit() error {
-	if len(w.pending) == 0 {
-		return nil
+// commit makes the files b wrote to durable, then records b's keys. It is
+// the committer's, run beside the line writer.
+func (w *writer) commit(b commitBatch) error {
+	if b.out {
+		if err := w.out.sync(); err != nil {
+			return err
+		}
 	}
-	if err := w.out.sync(); err != nil {
-		return err
+	if b.errs {
+		if err := w.errs.sync(); err != nil {
+			return err
+		}
 	}
-	if err := w.errs.sync(); err != nil {
-		return err
-	}
-	for _, p := range w.pending {
+	for _, p := range b.keys {
 		if err := w.j.Append(p.key, p.st); err != nil {
 			return &WriteError{err}
 		}
@@ -165,10 +277,8 @@ func (w *writer) commit() error {
 	if err := w.j.Sync(); err != nil {
 		return &WriteError{err}
 	}
-	w.pending = w.pending[:0]
-	w.cfg.Counters.Done.Add(w.done)
-	w.cfg.Counters.Failed.Add(w.failed)
-	w.done, w.failed = 0, 0
+	w.cfg.Counters.Done.Add(b.done)
+	w.cfg.Counters.Failed.Add(b.failed)
 	return nil
 }
 
@@ -186,127 +296,45 @@ func (w *writer) close(ok bool) error {
 	return err
 }
 
-type resultRecord struct {
-	ID           string          `json:"id"`
-	Output       json.RawMessage `json:"output"`
-	Model        string          `json:"model,omitempty"`
-	FinishReason string          `json:"finish_reason,omitempty"`
-	Usage        *usage          `json:"usage,omitempty"`
-	Attempts     int             `json:"attempts"`
-	Merged       int             `json:"merged,omitempty"`
-}
-
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-}
-
-type batchRecord struct {
-	ID       string        `json:"id"`
-	CustomID string        `json:"custom_id"`
-	Response batchResponse `json:"response"`
-	Error    *struct{}     `json:"error"`
-}
-
-type batchResponse struct {
-	StatusCode int             `json:"status_code"`
-	RequestID  string          `json:"request_id"`
-	Body       json.RawMessage `json:"body"`
-}
-
-// usage is the item's part of the response's usage: all of it, or its
-// share of a merged request's.
-func (o *outcome) usage() *usage {
-	u := o.resp.Chat.Usage
-	if u == nil {
-		return nil
-	}
-	if o.merged == 0 {
-		return &usage{u.PromptTokens, u.CompletionTokens}
-	}
-	return &usage{apportion(u.PromptTokens, o.share), apportion(u.CompletionTokens, o.share)}
-}
-
-// resultLine is the results-file line of a success, whose usage is u.
-func resultLine(o outcome, u *usage) ([]byte, error) {
-	it, r := o.item, o.resp
-	if it.Batch {
-		// The body is re-encoded, so a pretty-printed answer still takes one line.
-		body, err := json.Marshal(r.Chat)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(batchRecord{
-			ID: "batch_req_" + strconv.FormatUint(hashID(it.ID), 16), CustomID: it.ID,
-			Response: batchResponse{StatusCode: r.Status, RequestID: r.RequestID, Body: body},
-		})
-	}
-	rec := resultRecord{ID: it.ID, Output: o.output, Model: r.Chat.Model, FinishReason: r.Chat.Choices[0].FinishReason,
-		Usage: u, Attempts: o.attempts, Merged: o.merged}
-	if rec.Output == nil {
-		text, err := json.Marshal(r.Content())
-		if err != nil {
-			return nil, err
-		}
-		rec.Output = text
-	}
-	return json.Marshal(rec)
-}
-
-type errorRecord struct {
-	ID       string      `json:"id,omitempty"`
-	Line     int         `json:"line"`
-	Error    errorDetail `json:"error"`
-	Attempts int         `json:"attempts,omitempty"`
-}
-
-type errorDetail struct {
-	Kind    string `json:"kind"`
-	Status  int    `json:"status,omitempty"`
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message"`
-}
-
-// KindInvalidInput is the errors-file kind of a rejected input line.
-const KindInvalidInput = "invalid_input"
-
-func badLine(e *LineError) errorRecord {
-	return errorRecord{ID: e.ID, Line: e.Line, Error: errorDetail{Kind: KindInvalidInput, Message: e.Err.Error()}}
-}
-
-func failedLine(it *Item, err error, attempts int) errorRecord {
-	rec := errorRecord{ID: it.ID, Line: it.Line, Attempts: attempts}
-	var ae *llm.APIError
-	if errors.As(err, &ae) {
-		rec.Error = errorDetail{Kind: ae.Kind.String(), Status: ae.Status, Code: ae.Code, Message: ae.Message}
-	} else {
-		rec.Error = errorDetail{Kind: "error", Message: err.Error()}
-	}
-	return rec
-}
-
 // appendFile is a results or errors file opened for appending on first use,
-// created with mode 0600: it holds prompts and answers.
+// created with mode 0600: it holds prompts and answers. The line writer
+// alone calls write; the committer calls sync on a file written before
+// (os.File is safe for that); close comes after both.
 type appendFile struct {
-	path  string
-	f     *os.File
-	w     *bufio.Writer
-	dirty bool
+	path string
+	f    *os.File
+	buf  []byte // lines not yet handed to the OS: the line writer's
 }
 
+// write buffers line and a newline, opening the file on first use.
 func (a *appendFile) write(line []byte) error {
 	if a.f == nil {
 		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return &WriteError{err}
 		}
-		a.f, a.w = f, bufio.NewWriterSize(f, 64<<10)
+		a.f = f
 	}
-	a.dirty = true
-	if _, err := a.w.Write(line); err != nil {
-		return &WriteError{pathErr(a.path, err)}
+	a.buf = append(append(a.buf, line...), '\n')
+	return nil
+}
+
+// keepBuf is the largest write buffer kept from one flush to the next.
+const keepBuf = 1 << 20
+
+// flush hands the lines buffered to the OS in one write: a kill of the
+// process cannot lose them after that, only a crash of the machine before
+// sync.
+func (a *appendFile) flush() error {
+	if len(a.buf) == 0 {
+		return nil
 	}
-	if err := a.w.WriteByte('\n'); err != nil {
+	_, err := a.f.Write(a.buf)
+	a.buf = a.buf[:0]
+	if cap(a.buf) > keepBuf {
+		a.buf = nil // one huge line must not pin its buffer for the rest of the run
+	}
+	if err != nil {
 		return &WriteError{pathErr(a.path, err)}
 	}
 	return nil
@@ -320,17 +348,14 @@ func (a *appendFile) writeJSON(v any) error {
 	return a.write(b)
 }
 
+// sync fsyncs what was written.
 func (a *appendFile) sync() error {
-	if !a.dirty {
+	if a.f == nil {
 		return nil
-	}
-	if err := a.w.Flush(); err != nil {
-		return &WriteError{pathErr(a.path, err)}
 	}
 	if err := a.f.Sync(); err != nil {
 		return &WriteError{pathErr(a.path, err)}
 	}
-	a.dirty = false
 	return nil
 }
 
@@ -338,19 +363,13 @@ func (a *appendFile) close() error {
 	if a.f == nil {
 		return nil
 	}
-	err := a.sync()
+	err := a.flush()
+	if err == nil {
+		err = a.sync()
+	}
 	if cerr := a.f.Close(); err == nil && cerr != nil {
 		err = &WriteError{cerr}
 	}
 	a.f = nil
 	return err
-}
-
-// pathErr returns err naming path once: as it is when it already names it
-// (an *fs.PathError from the file), or wrapped with the path.
-func pathErr(path string, err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
-		return err
-	}
-	return &fs.PathError{Op: "write", Path: path, Err: err}
 }

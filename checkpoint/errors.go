@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // ErrLocked is matched (with errors.Is) by the error [Open] returns when another process, or another open
@@ -59,17 +61,11 @@ const clipRunes = 60
 
 // clip quotes s, showing at most clipRunes runes of it.
 func clip(s string) string {
-	if utf8.RuneCountInString(s) <= clipRunes {
-		return fmt.Sprintf("%q", s)
+	p, cut := textclip.RunePrefix(s, clipRunes)
+	if cut {
+		return strconv.Quote(p) + textclip.Mark
 	}
-	n := 0
-	for i := range s {
-		if n == clipRunes {
-			return fmt.Sprintf("%q…", s[:i])
-		}
-		n++
-	}
-	return fmt.Sprintf("%q", s) // not reached
+	return strconv.Quote(p)
 }
 
 // A CorruptError is returned by [Open] and [Load] when the header cannot be read, or a line cannot be read

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/llmbatch/llmbatch/checkpoint"
@@ -115,3 +116,6 @@ func isCorrupt(err error, line int) bool {
 	var ce *checkpoint.CorruptError
 	return errors.As(err, &ce) && ce.Line == line
 }
+
+// nuls returns n NUL bytes: what a power loss leaves where a file grew but its data never reached the disk.
+func nuls(n int) string { return strings.Repeat("\x00", n) }

@@ -1,5 +1,6 @@
 // Package checkpoint keeps the durable journal of finished item ids that lets an interrupted run resume
-// without sending any item twice.
+// without sending any item twice. It imports the standard library, and of the module only internal/jsonl
+// (its line reader) and internal/filelock (its lock), which import nothing else.
 package checkpoint
 
 import (
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/llmbatch/llmbatch/internal/filelock"
 )
 
 // A Journal is an append-only file of records, each saying that a key is [Done], [Failed] or [Bad]. [Open]
@@ -76,16 +79,16 @@ func Open(path string, s Settings) (*Journal, error) {
 	if err != nil {
 		return nil, opError("open", path, err)
 	}
-	if err := lock(f); err != nil {
+	if err := filelock.Lock(f); err != nil {
 		f.Close()
-		if errors.Is(err, errLockHeld) {
+		if errors.Is(err, filelock.ErrHeld) {
 			return nil, &LockedError{Path: path}
 		}
 		return nil, opError("lock", path, err)
 	}
 	j := &Journal{path: path, f: f}
 	if err := j.load(s); err != nil {
-		unlock(f)
+		filelock.Unlock(f)
 		f.Close()
 		return nil, err
 	}
@@ -197,7 +200,7 @@ func (j *Journal) Close() error {
 	}
 	j.closed = true
 	err := j.Sync()
-	if uerr := unlock(j.f); uerr != nil && err == nil {
+	if uerr := filelock.Unlock(j.f); uerr != nil && err == nil {
 		err = opError("unlock", j.path, uerr)
 	}
 	if cerr := j.f.Close(); cerr != nil && err == nil {

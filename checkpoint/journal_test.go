@@ -335,24 +335,6 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func TestLockFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.jsonl")
-	l, err := checkpoint.LockFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := checkpoint.LockFile(path); !errors.Is(err, checkpoint.ErrLocked) {
-		t.Errorf("second LockFile(%s) error = %v, want ErrLocked", path, err)
-	}
-	must(t, l.Close())
-	must(t, l.Close())
-	l2, err := checkpoint.LockFile(path)
-	if err != nil {
-		t.Fatalf("LockFile after Close: %v", err)
-	}
-	must(t, l2.Close())
-}
-
 func TestFixedIsNotCounted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.ckpt")
 	j, err := checkpoint.Open(path, nil)

@@ -1,12 +1,12 @@
 package checkpoint
 
 import (
-	"bufio"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/llmbatch/llmbatch/internal/jsonl"
 )
 
 // load replays the journal's file into j, repairs a torn tail or writes the header of a new journal, and
@@ -56,17 +56,29 @@ func fileSize(f *os.File) int64 {
 // it, so that a journal is read, and its tail judged, in one way only.
 type replayer struct {
 	path string
-	lr   lineReader
+	lr   *jsonl.Reader // no line limit: a record holds a key of any length
 }
 
 func newReplayer(r io.Reader, path string) *replayer {
-	return &replayer{path: path, lr: lineReader{r: bufio.NewReaderSize(r, 64<<10)}}
+	return &replayer{path: path, lr: jsonl.NewReader(r, 0)}
+}
+
+// next reads the next line: its bytes without the newline, and whether it had one (a line without one is the
+// last). It returns io.EOF when no line is left.
+func (rp *replayer) next() (line []byte, complete bool, err error) {
+	if rp.lr.Next() {
+		return rp.lr.Bytes(), rp.lr.Complete(), nil
+	}
+	if err := rp.lr.Err(); err != nil {
+		return nil, false, err
+	}
+	return nil, false, io.EOF
 }
 
 // header reads the first line and returns the settings it records. It returns fresh when there is no
 // header to read: the file is empty, or holds only what is left of a header whose write was cut short.
 func (rp *replayer) header() (s Settings, fresh bool, err error) {
-	line, complete, err := rp.lr.next()
+	line, complete, err := rp.next()
 	switch {
 	case err == io.EOF:
 		return nil, true, nil
@@ -91,8 +103,8 @@ func (rp *replayer) header() (s Settings, fresh bool, err error) {
 // follow a line that is not one: the file was damaged or edited, and guessing could skip an item or redo it.
 func (rp *replayer) records(x *index) (end int64, err error) {
 	for n := 2; ; n++ {
-		end = rp.lr.off
-		line, complete, err := rp.lr.next()
+		end = rp.lr.Offset()
+		line, complete, err := rp.next()
 		switch {
 		case err == io.EOF:
 			return end, nil
@@ -120,7 +132,7 @@ func (rp *replayer) records(x *index) (end int64, err error) {
 // valid record.
 func (rp *replayer) recordFollows() (bool, error) {
 	for {
-		line, _, err := rp.lr.next()
+		line, _, err := rp.next()
 		switch {
 		case err == io.EOF:
 			return false, nil
@@ -179,35 +191,4 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
-}
-
-// lineReader reads lines of any length and counts the bytes it has consumed.
-type lineReader struct {
-	r    *bufio.Reader
-	long []byte // holds a line longer than r's buffer
-	off  int64  // bytes consumed, i.e. the offset of the next line
-}
-
-// next returns the next line without its newline, and whether it had one; a line without one is the last.
-// The line is valid until the next call. next returns io.EOF only when no bytes are left.
-func (lr *lineReader) next() (line []byte, complete bool, err error) {
-	line, err = lr.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		lr.long = append(lr.long[:0], line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			line, err = lr.r.ReadSlice('\n')
-			lr.long = append(lr.long, line...)
-		}
-		line = lr.long
-	}
-	lr.off += int64(len(line))
-	switch {
-	case err == io.EOF && len(line) == 0:
-		return nil, false, io.EOF
-	case err == io.EOF:
-		return line, false, nil
-	case err != nil:
-		return nil, false, err
-	}
-	return line[:len(line)-1], true, nil
 }

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+
+	"github.com/llmbatch/llmbatch/internal/filelock"
 )
 
 // A Snapshot is a journal as [Load] read it: its settings and the status of every key at that moment.
@@ -76,13 +78,13 @@ func Locked(path string) (bool, error) {
 		return false, opError("open", path, err)
 	}
 	defer f.Close()
-	switch err := lockShared(f); {
-	case errors.Is(err, errLockHeld):
+	switch err := filelock.LockShared(f); {
+	case errors.Is(err, filelock.ErrHeld):
 		return true, nil
 	case err != nil:
 		return false, opError("lock", path, err)
 	}
-	if err := unlock(f); err != nil {
+	if err := filelock.Unlock(f); err != nil {
 		return false, opError("unlock", path, err)
 	}
 	return false, nil

@@ -23,7 +23,8 @@ var notConfigurable = map[string]bool{"config": true, "profile": true, "help": t
 
 // applyConfig fills in every flag the user did not set on the command line:
 // from LLMBATCH_<NAME> in the environment, else from the config file's
-// chosen profile, else from its top level; what is left keeps its default.
+// chosen profile, else from its top level; what is left is for the
+// provider's preset (applyPreset) and the defaults. mergeRun calls it first.
 // Config keys are the flag names, with - or _ ("max_tokens" or
 // "max-tokens").
 func applyConfig(c *cobra.Command, getenv func(string) string, path, profile string) error {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -138,5 +139,52 @@ func TestPresetTimeout(t *testing.T) {
 	o, err = parseRun(t, nil, "--provider", "deepseek", "--timeout", "30s", "in.jsonl")
 	if err != nil || o.Timeout != 30*time.Second {
 		t.Errorf("deepseek preset with --timeout 30s: timeout %v, %v", o.Timeout, err)
+	}
+}
+
+// TestPresetComesAfterFileAndEnv checks the merge's order for what a preset gives: a flag, a variable or a
+// config key wins over the preset, which wins over the default.
+func TestPresetComesAfterFileAndEnv(t *testing.T) {
+	o, err := parseRun(t, nil, "--provider", "deepseek", "in.jsonl")
+	if err != nil || o.BaseURL != "https://api.deepseek.com/v1" || o.Model != "deepseek-chat" || o.Timeout != 15*time.Minute {
+		t.Errorf("deepseek preset: base URL %q, model %q, timeout %v, %v; want the preset's", o.BaseURL, o.Model, o.Timeout, err)
+	}
+	cfg := writeConfig(t, "provider = \"deepseek\"\nbase_url = \"http://gpu-box:8000/v1\"\ntimeout = \"90s\"\n")
+	o, err = parseRun(t, map[string]string{"LLMBATCH_MODEL": "deepseek-reasoner"}, "-c", cfg, "in.jsonl")
+	if err != nil || o.BaseURL != "http://gpu-box:8000/v1" || o.Model != "deepseek-reasoner" || o.Timeout != 90*time.Second {
+		t.Errorf("preset under a config file and env: base URL %q, model %q, timeout %v, %v; want the file's, the env's, the file's",
+			o.BaseURL, o.Model, o.Timeout, err)
+	}
+	if o.Output != "in.out.jsonl" {
+		t.Errorf("output = %q, want the default in.out.jsonl", o.Output)
+	}
+	if _, err := parseRun(t, nil, "--provider", "nope", "--dry-run", "in.jsonl"); err == nil || !strings.Contains(err.Error(), "unknown --provider") {
+		t.Errorf("an unknown provider, even for a dry run: error = %v, want unknown --provider", err)
+	}
+}
+
+// TestBuildConfigs checks that the merged options, preset included, reach the three configs of a run.
+func TestBuildConfigs(t *testing.T) {
+	o, err := parseRun(t, nil, "--provider", "deepseek", "-j", "8", "--rpm", "500", "--tpm", "9000", "--adapt=false",
+		"--break-after", "30s", "--max-attempts", "3", "--merge", "--batch-items", "7", "--system", "S", "--max-tokens", "5", "in.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := endpoint{baseURL: o.BaseURL, keys: []string{"k"}}
+	rc, err := buildConfigs(o, strings.NewReader(""), ep, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, l, lim := rc.batch, rc.llm, rc.limiter
+	if b.Model != "deepseek-chat" || b.Concurrency != 8 || b.System != "S" || *b.MaxTokens != 5 || !b.Merge ||
+		b.Packer.MaxItems != 7 || b.Output != "in.out.jsonl" || b.RunSettings["rpm"] != "500" || b.Price == nil {
+		t.Errorf("batch.Config = %+v", b)
+	}
+	if l.BaseURL != "https://api.deepseek.com/v1" || l.APIKeys[0] != "k" || l.Timeout != 15*time.Minute ||
+		l.MaxAttempts != 3 || l.Concurrency != 8 || l.Backoff == nil || l.BreakAfter != 30*time.Second {
+		t.Errorf("llm.Config = %+v", l)
+	}
+	if lim.RPM != 500 || lim.TPM != 9000 || lim.Concurrency != 8 || lim.Adapt || lim.Margin != 0.03 {
+		t.Errorf("limiter config = %+v", lim)
 	}
 }

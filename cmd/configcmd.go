@@ -17,7 +17,8 @@ func NewCmdConfig(f *Factory) *cobra.Command {
 		Long: `Init writes a starter config file with every setting commented out.
 Settings apply in this order: command-line flags, then LLMBATCH_<NAME>
 environment variables (LLMBATCH_RPM=500), then the chosen [profiles.NAME]
-table, then the file's top level, then the defaults.`,
+table, then the file's top level, then what the --provider preset gives
+(base URL, model, timeout), then the defaults.`,
 		Example: `  llmbatch config init
   llmbatch run --profile deepseek tickets.jsonl`,
 		Args: cobra.MaximumNArgs(1),
@@ -26,22 +27,7 @@ table, then the file's top level, then the defaults.`,
 			if len(args) == 1 {
 				path = args[0]
 			}
-			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-			if force {
-				flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-			}
-			file, err := os.OpenFile(path, flags, 0o644)
-			if err != nil {
-				if os.IsExist(err) {
-					return usageErr("%s exists; use --force to overwrite it", path)
-				}
-				return usageErr("%v", unwrapPath(err))
-			}
-			_, err = file.WriteString(starterConfig)
-			if cerr := file.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
+			if err := writeStarter(path, force); err != nil {
 				return err
 			}
 			fmt.Fprintf(f.IO.ErrOut, "wrote %s\n", path)
@@ -53,8 +39,29 @@ table, then the file's top level, then the defaults.`,
 	return c
 }
 
+// writeStarter writes the starter config to path, over an existing file
+// only with force.
+func writeStarter(path string, force bool) error {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	file, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		if os.IsExist(err) {
+			return usageErr("%s exists; use --force to overwrite it", path)
+		}
+		return usageErr("%v", unwrapPath(err))
+	}
+	_, err = file.WriteString(starterConfig)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 const starterConfig = `# llmbatch configuration. Keys are the flags of "llmbatch run" (- or _).
-# Order: flags > LLMBATCH_<NAME> environment > [profiles.NAME] > top level > defaults.
+# Order: flags > LLMBATCH_<NAME> environment > [profiles.NAME] > top level > provider preset > defaults.
 # The API key never goes here: set it in the environment (api_key_env names the variable).
 
 # provider = "deepseek"        # openai, deepseek, doubao, ollama, vllm, mock

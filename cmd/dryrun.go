@@ -20,6 +20,10 @@ func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config, prices pric
 	if e.Bad+e.DoneEarlier+e.FailedBefore > 0 {
 		fmt.Fprintf(w, " (%d bad lines, %d done earlier, %d failed earlier)", e.Bad, e.DoneEarlier, e.FailedBefore)
 	}
+	if e.BadEarlier+e.Fixed > 0 {
+		fmt.Fprintf(w, "\nrejected earlier: %d bad lines already in the errors file (not written again); %d fixed since (sent, or cleared if done)",
+			e.BadEarlier, e.Fixed)
+	}
 	fmt.Fprintf(w, "\nto send:          %d items\n", e.ToSend)
 	fmt.Fprintf(w, "requests:         %d one per item; %d merged (--batch-items %d, --batch-tokens %d)\n",
 		e.Requests, e.MergedRequests, opts.BatchItems, opts.BatchTokens)

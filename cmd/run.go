@@ -6,30 +6,38 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmbatch/llmbatch/batch"
 	"github.com/llmbatch/llmbatch/llm"
-	"github.com/llmbatch/llmbatch/llm/mock"
 )
 
 // RunOptions is everything `llmbatch run` needs; flags fill it in, tests
-// build it directly.
+// build it directly. It holds the merged configuration (see mergeRun):
+// runRun reads nothing else.
 type RunOptions struct {
 	IO     *IOStreams
 	Getenv func(string) string // os.Getenv in production
 	Stop   <-chan struct{}     // closed on the first interrupt: stop gracefully
 
 	Input      string
-	Output     string
+	Output     string // default: Input with .jsonl replaced by .out.jsonl
 	Checkpoint string
+
+	ConfigPath   string // the TOML file given with -c
+	Profile      string // its [profiles.NAME] table given with --profile
+	TemplateFile string // the file --template was read from
+
+	// RunSettings are the non-secret flags the run was given (on the command
+	// line, in the environment or the config file), recorded in the journal
+	// so that `llmbatch status` prints the command that resumes the job.
+	RunSettings map[string]string
 
 	Provider  string
 	BaseURL   string
@@ -72,17 +80,9 @@ type RunOptions struct {
 	Quiet       bool
 }
 
-// NewCmdRun returns `llmbatch run`. runF replaces the run itself in tests
-// of the flags.
-func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Getenv: f.Getenv, Stop: f.Stop}
-	var maxTokens int
-	var temperature float64
-	var configPath, profile, templateFile string
-	c := &cobra.Command{
-		Use:   "run [flags] INPUT",
-		Short: "Run every prompt of a JSONL file (or - for stdin)",
-		Long: `Run sends every record of INPUT to the chat completions API and writes one
+// runLong and runExample are the help of `llmbatch run`.
+const (
+	runLong = `Run sends every record of INPUT to the chat completions API and writes one
 result line per item to OUTPUT, in completion order. Failed items and
 rejected input lines go to OUTPUT's .errors.jsonl file.
 
@@ -90,8 +90,8 @@ Interrupt it at any time (Ctrl-C, kill, crash) and run the same command
 again: items whose result is on disk are not sent again.
 
 The API key is read from the environment, never from a flag:
---api-key-env NAME, else LLMBATCH_API_KEY, else the provider's usual variable.`,
-		Example: `  # try it with no key: the built-in mock provider
+--api-key-env NAME, else LLMBATCH_API_KEY, else the provider's usual variable.`
+	runExample = `  # try it with no key: the built-in mock provider
   llmbatch run --provider mock testdata/tickets.jsonl
 
   # DeepSeek, 16 requests in flight, at most 500 requests a minute
@@ -99,31 +99,24 @@ The API key is read from the environment, never from a flag:
   llmbatch run --provider deepseek -j 16 --rpm 500 -o labels.jsonl tickets.jsonl
 
   # any OpenAI-compatible server, prompts from stdin
-  producer | llmbatch run --base-url http://gpu-box:8000/v1 --model qwen2.5 -o out.jsonl -`,
-		Args: cobra.ExactArgs(1),
+  producer | llmbatch run --base-url http://gpu-box:8000/v1 --model qwen2.5 -o out.jsonl -`
+)
+
+// NewCmdRun returns `llmbatch run`. runF replaces the run itself in tests
+// of the flags; it gets the options merged (see mergeRun).
+func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: f.IO, Getenv: f.Getenv, Stop: f.Stop}
+	var raw rawFlags
+	c := &cobra.Command{
+		Use:     "run [flags] INPUT",
+		Short:   "Run every prompt of a JSONL file (or - for stdin)",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Input = args[0]
-			if err := applyConfig(c, opts.Getenv, configPath, profile); err != nil {
+			if err := mergeRun(c, opts, &raw); err != nil {
 				return err
-			}
-			if p := presets[opts.Provider]; p.Timeout > 0 && !c.Flags().Changed("timeout") {
-				opts.Timeout = p.Timeout
-			}
-			if templateFile != "" {
-				if opts.Template != "" && c.Flags().Changed("template") {
-					return usageErr("give --template or --template-file, not both")
-				}
-				b, err := os.ReadFile(templateFile)
-				if err != nil {
-					return usageErr("--template-file: %v", unwrapPath(err))
-				}
-				opts.Template = string(b)
-			}
-			if c.Flags().Changed("max-tokens") {
-				opts.MaxTokens = &maxTokens
-			}
-			if c.Flags().Changed("temperature") {
-				opts.Temperature = &temperature
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -131,10 +124,16 @@ The API key is read from the environment, never from a flag:
 			return runRun(c.Context(), opts)
 		},
 	}
-	fl := c.Flags()
-	fl.SortFlags = false
-	fl.StringVarP(&configPath, "config", "c", "", "TOML config file (default ./llmbatch.toml if present); keys are these flags' names")
-	fl.StringVar(&profile, "profile", "", "use the config file's [profiles.NAME] table over its top level")
+	c.Flags().SortFlags = false // help lists them in the order below
+	addEndpointFlags(c.Flags(), opts)
+	addJobFlags(c.Flags(), opts, &raw)
+	return c
+}
+
+// addEndpointFlags defines the flags that say where requests go and how fast.
+func addEndpointFlags(fl *pflag.FlagSet, opts *RunOptions) {
+	fl.StringVarP(&opts.ConfigPath, "config", "c", "", "TOML config file (default ./llmbatch.toml if present); keys are these flags' names")
+	fl.StringVar(&opts.Profile, "profile", "", "use the config file's [profiles.NAME] table over its top level")
 	fl.StringVarP(&opts.Output, "output", "o", "", "results JSONL (default: INPUT with .jsonl replaced by .out.jsonl; required for stdin)")
 	fl.StringVar(&opts.Provider, "provider", "", "preset: "+strings.Join(presetNames(), ", "))
 	fl.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.deepseek.com/v1")
@@ -151,11 +150,16 @@ The API key is read from the environment, never from a flag:
 	fl.DurationVar(&opts.MaxDelay, "max-delay", time.Minute, "backoff cap (a server's Retry-After is always honoured in full)")
 	fl.DurationVar(&opts.Timeout, "timeout", time.Minute, "one attempt, whole response included (a --provider preset makes it 10-15m)")
 	fl.DurationVar(&opts.ConnectTimeout, "connect-timeout", 10*time.Second, "TCP and TLS setup of a connection, apart from --timeout")
+}
+
+// addJobFlags defines the flags that shape the prompts, the answers and
+// what the run writes and says.
+func addJobFlags(fl *pflag.FlagSet, opts *RunOptions, raw *rawFlags) {
 	fl.StringVar(&opts.System, "system", "", "system prompt for records without one")
 	fl.StringVar(&opts.Template, "template", "", "Go text/template over the record's fields making the prompt, e.g. 'Classify: {{.text}}'")
-	fl.StringVar(&templateFile, "template-file", "", "read the --template from a file")
-	fl.IntVar(&maxTokens, "max-tokens", 0, "max_tokens passed to the API")
-	fl.Float64Var(&temperature, "temperature", 0, "temperature passed to the API")
+	fl.StringVar(&opts.TemplateFile, "template-file", "", "read the --template from a file")
+	fl.IntVar(&raw.maxTokens, "max-tokens", 0, "max_tokens passed to the API")
+	fl.Float64Var(&raw.temperature, "temperature", 0, "temperature passed to the API")
 	fl.BoolVar(&opts.Merge, "merge", false, "pack small items into merged requests (one answer per item is still checked by id)")
 	fl.IntVar(&opts.BatchItems, "batch-items", 20, "items per merged request at most")
 	fl.IntVar(&opts.BatchTokens, "batch-tokens", 8000, "prompt tokens per merged request at most (counted with a tokenizer, 10% margin)")
@@ -174,9 +178,10 @@ The API key is read from the environment, never from a flag:
 	fl.StringVar(&opts.MockOpts, "mock", "", "options of --provider mock, e.g. 'latency=50ms,rpm=600,fail=0.05'")
 	fl.DurationVar(&opts.LogEvery, "progress-every", 10*time.Second, "period of progress log lines")
 	_ = fl.MarkHidden("progress-every")
-	return c
 }
 
+// runRun wires a run from the merged options and runs it: the input, the
+// endpoint, the configs (buildConfigs), then the limiter, client and pipeline.
 func runRun(ctx context.Context, opts *RunOptions) error {
 	if opts.Getenv("GOGC") == "" {
 		// The long-lived data of a run (the set of ids seen) holds no
@@ -196,52 +201,37 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	defer closeIn()
-	cfg := batch.Config{
-		Input: in, InputPath: opts.Input, Output: opts.Output, Checkpoint: opts.Checkpoint,
-		Concurrency: opts.Concurrency, Model: opts.Model, System: opts.System, Template: opts.Template,
-		MaxTokens: opts.MaxTokens, Temperature: opts.Temperature, RetryFailed: opts.RetryFailed,
-		Merge: opts.Merge, JSONMode: opts.JSONMode, Fallbacks: opts.Fallbacks, Stop: opts.Stop, Logger: log,
-	}
-	if cfg.Model == "" {
-		cfg.Model = presets[opts.Provider].Model
-	}
-	prices, err := newPriceTable(opts.Prices)
-	if err != nil {
-		return err
-	}
-	cfg.Price, cfg.MaxCost = prices.lookup, opts.MaxCost
-	if opts.MaxCost > 0 {
-		if _, ok := prices.lookup(cfg.Model); !ok {
-			return usageErr("--max-cost needs the price of %q: give it with --price %s=IN/OUT", cfg.Model, cfg.Model)
-		}
-	}
-	if opts.Merge || opts.DryRun {
-		cfg.Packer = packerConfig(opts, cfg.Model, log)
-	}
-	if opts.DryRun {
-		return dryRun(ctx, opts, cfg, prices)
-	}
 	ep, closeEP, err := resolveEndpoint(opts, log)
 	if err != nil {
 		return err
 	}
 	defer closeEP()
-	cfg.Limiter = llm.NewLimiterConfig(llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
-		Adapt: opts.Adapt, Margin: 0.03, Logger: log})
-	cfg.Client, err = llm.New(llm.Config{
-		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, ConnectTimeout: opts.ConnectTimeout, Concurrency: opts.Concurrency,
-		MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
-		Limiter: cfg.Limiter, BreakAfter: opts.BreakAfter, UserAgent: "llmbatch/" + Version, Logger: log,
-	})
+	rc, err := buildConfigs(opts, in, ep, log)
+	if err != nil {
+		return err
+	}
+	if opts.DryRun {
+		return dryRun(ctx, opts, rc.batch, rc.prices)
+	}
+	return runBatch(ctx, opts, rc, log)
+}
+
+// runBatch makes the limiter and client from rc, runs the pipeline with a
+// progress display, and reports.
+func runBatch(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slog.Logger) error {
+	lim := llm.NewLimiterConfig(rc.limiter)
+	rc.llm.Limiter = lim
+	client, err := llm.New(rc.llm)
 	if err != nil {
 		return &UsageError{err}
 	}
-	cfg.Counters = &batch.Counters{}
+	cfg := rc.batch
+	cfg.Client, cfg.Counters = client, &batch.Counters{}
 	started := time.Now()
-	stopProgress := startProgress(ctx, opts, cfg.Counters, cfg.Client.Stats)
+	stopProgress := startProgress(ctx, opts, cfg.Counters, client.Stats)
 	sum, err := batch.Run(ctx, cfg)
 	stopProgress()
-	cs := cfg.Client.Stats()
+	cs := client.Stats()
 	if sum != nil && !opts.Quiet {
 		printSummary(opts.IO.ErrOut, sum, cs)
 	}
@@ -252,26 +242,25 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 				sum.Failed+sum.SkippedFailed+sum.Bad, sum.Errors)
 		}
 	}
-	if rerr := writeReport(opts, newReport(opts, started, sum, err, cs, cfg.Limiter)); rerr != nil {
+	if rerr := writeReport(opts, newReport(opts, started, sum, err, cs, lim)); rerr != nil {
 		log.Error("cannot write the report", "err", rerr)
 	}
 	return err
 }
 
-// packerConfig sets the merged-request caps, counting tokens with the
-// model's tokenizer plus a 10% margin (providers' own tokenizers differ).
-func packerConfig(opts *RunOptions, model string, log *slog.Logger) batch.PackerConfig {
-	pc := batch.PackerConfig{MaxItems: opts.BatchItems, MaxTokens: opts.BatchTokens}
+// tokenCounter counts tokens with the model's tokenizer plus a 10% margin
+// (providers' own tokenizers differ); nil, for batch's estimate from
+// characters, when there is no tokenizer.
+func tokenCounter(model string, log *slog.Logger) func(string) int {
 	tk, err := llm.NewTokenizer(llm.EncodingFor(model))
 	if err == nil {
 		err = tk.Load()
 	}
 	if err != nil {
 		log.Warn("no tokenizer; estimating tokens from characters", "err", err)
-		return pc
+		return nil
 	}
-	pc.Count = func(s string) int { return tk.Count(s) * 11 / 10 }
-	return pc
+	return func(s string) int { return tk.Count(s) * 11 / 10 }
 }
 
 func validate(opts *RunOptions) error {
@@ -295,11 +284,8 @@ func validate(opts *RunOptions) error {
 	case opts.Progress != "auto" && opts.Progress != "on" && opts.Progress != "off":
 		return usageErr("--progress must be auto, on or off, not %q", opts.Progress)
 	}
-	if opts.Output == "" {
-		if opts.Input == "-" {
-			return usageErr("reading stdin: give the results file with -o")
-		}
-		opts.Output = batch.DefaultOutput(opts.Input)
+	if opts.Output == "" { // mergeRun gives every input file a default
+		return usageErr("reading stdin: give the results file with -o")
 	}
 	return nil
 }
@@ -325,98 +311,6 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
 	}
 	return err
-}
-
-// endpoint is where and as whom requests go.
-type endpoint struct {
-	baseURL string
-	keys    []string
-}
-
-// resolveEndpoint applies the provider preset, reads the key from the
-// environment and, for the mock provider, starts it on loopback.
-func resolveEndpoint(opts *RunOptions, log *slog.Logger) (endpoint, func(), error) {
-	none := func() {}
-	p, ok := presets[opts.Provider]
-	if opts.Provider != "" && !ok {
-		return endpoint{}, none, usageErr("unknown --provider %q (known: %s)", opts.Provider, strings.Join(presetNames(), ", "))
-	}
-	ep := endpoint{baseURL: p.BaseURL}
-	if opts.BaseURL != "" {
-		ep.baseURL = opts.BaseURL
-	}
-	closeEP := none
-	if opts.Provider == "mock" && opts.BaseURL == "" {
-		mcfg, err := mock.ParseOptions(opts.MockOpts)
-		if err != nil {
-			return endpoint{}, none, usageErr("--mock: %v", err)
-		}
-		srv, err := mock.Start(mcfg)
-		if err != nil {
-			return endpoint{}, none, err
-		}
-		ep.baseURL, closeEP = srv.URL, func() { srv.Close() }
-	}
-	if ep.baseURL == "" {
-		return endpoint{}, none, usageErr("no endpoint: give --provider (%s) or --base-url", strings.Join(presetNames(), ", "))
-	}
-	keys, err := apiKeys(opts, p)
-	if err != nil {
-		closeEP()
-		return endpoint{}, none, err
-	}
-	ep.keys = keys
-	if len(keys) > 0 && plainRemote(ep.baseURL) {
-		log.Warn("the API key is sent over plain http to a remote host; use https", "base_url", llm.Redact(ep.baseURL))
-	}
-	return ep, closeEP, nil
-}
-
-// apiKeys reads the key from the first variable set among --api-key-env,
-// LLMBATCH_API_KEY and the provider's usual one. The key is never a flag.
-//
-// --api-key-env A,B,C names several variables: every one must be set, and
-// the keys are rotated (a key that gets a 429 rests, one that is refused is
-// dropped).
-func apiKeys(opts *RunOptions, p preset) ([]string, error) {
-	if opts.APIKeyEnv != "" {
-		var keys []string
-		for _, name := range strings.Split(opts.APIKeyEnv, ",") {
-			name = strings.TrimSpace(name)
-			k := strings.TrimSpace(opts.Getenv(name))
-			if k == "" {
-				return nil, usageErr("--api-key-env %s: that environment variable is empty or unset", name)
-			}
-			keys = append(keys, k)
-		}
-		return keys, nil
-	}
-	names := []string{"LLMBATCH_API_KEY"}
-	if p.KeyEnv != "" {
-		names = append(names, p.KeyEnv)
-	}
-	for _, n := range names {
-		if k := strings.TrimSpace(opts.Getenv(n)); k != "" {
-			return []string{k}, nil
-		}
-	}
-	if opts.Provider != "" && !p.NoKey {
-		return nil, usageErr("no API key: set %s (or name another variable with --api-key-env)", strings.Join(names, " or "))
-	}
-	return nil, nil
-}
-
-func plainRemote(base string) bool {
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme != "http" {
-		return false
-	}
-	h := u.Hostname()
-	if h == "localhost" {
-		return false
-	}
-	ip := net.ParseIP(h)
-	return ip == nil || !ip.IsLoopback()
 }
 
 func newLogger(opts *RunOptions) (*slog.Logger, error) {

@@ -241,3 +241,16 @@ func TestPlainHTTPWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyPastedAsVariableName checks that a key given to --api-key-env by
+// mistake, instead of a variable's name, is refused without being echoed.
+func TestKeyPastedAsVariableName(t *testing.T) {
+	binary(t)
+	dir := t.TempDir()
+	writeInput(t, filepath.Join(dir, "in.jsonl"), 1)
+	p := start(t, dir, childEnv(), nil, runArgs("http://127.0.0.1:9/v1", "out.jsonl", "in.jsonl", "--api-key-env", leakKey)...)
+	if code := p.wait(t, 30*time.Second); code != 2 {
+		t.Errorf("exit code %d, want 2 (usage)\nstderr:\n%s", code, p.stderr.String())
+	}
+	checkNoSecrets(t, dir, map[string][]byte{"stderr": p.stderr.Bytes(), "stdout": p.stdout.Bytes()})
+}

@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/checkpoint"
+	"github.com/llmbatch/llmbatch/internal/jsonl"
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // StatusOptions is everything `llmbatch status` needs; flags fill it in,
@@ -46,6 +49,13 @@ type JobStatus struct {
 	Running  bool              `json:"running"`  // a run holds the checkpoint's lock right now
 	Settings map[string]string `json:"settings"` // the answer-shaping settings the job runs with (empty ones left out)
 
+	// Run is the run settings recorded when the job started: flag name →
+	// value, for every flag the first run was given (by flag, environment
+	// or config file) but the output, checkpoint and answer-shaping ones,
+	// plus "input". Secrets are never in it (masked as xxxxx). It is {} for
+	// a job started by an llmbatch that did not record them.
+	Run map[string]string `json:"run"`
+
 	Done           int64            `json:"done"`            // items with a result in the results file
 	CheckpointDone int64            `json:"checkpoint_done"` // items the checkpoint records as done
 	ResultLines    int64            `json:"result_lines"`    // complete lines in the results file
@@ -57,9 +67,10 @@ type JobStatus struct {
 
 	// Resume is the run command that goes on with the job, quoted for a
 	// POSIX shell; "" when the job is complete. When nothing is left to send
-	// it only helps once the rejected lines are fixed in the input. It names
-	// the output, checkpoint and settings, not the provider, endpoint or
-	// limits (they are not recorded). INPUT stands for an unknown input.
+	// it only helps once the rejected lines are fixed in the input. It is
+	// the first run's command, rebuilt from Run and Settings; for a job with
+	// no Run it names the output, checkpoint and settings but not the
+	// provider, endpoint or limits, and INPUT stands for an unknown input.
 	Resume      string   `json:"resume"`
 	RetryFailed string   `json:"retry_failed"` // Resume with --retry-failed, redoing the failed items; "" when none failed
 	Warnings    []string `json:"warnings"`     // what does not add up, also printed on stderr; [] when all is well
@@ -78,7 +89,8 @@ items done, items failed by error kind, rejected input lines, how many
 input records are left, whether a run is going on now, and the command that
 resumes the job.
 
-The input file is not recorded anywhere: give it with --input, or status
+The input file is the one the job's first run recorded; give another with
+--input. For a job started by an llmbatch that did not record it, status
 tries OUTPUT with .out.jsonl replaced by .jsonl (run's default OUTPUT).
 
 Exit status: 0, or 2 when OUTPUT has no checkpoint or it cannot be read.`,
@@ -125,16 +137,17 @@ func jobStatus(opts *StatusOptions) (*JobStatus, error) {
 	if opts.Checkpoint == "" {
 		opts.Checkpoint = batch.CheckpointPath(opts.Output)
 	}
-	input, err := findInput(opts)
-	if err != nil {
-		return nil, err
-	}
 	js, err := batch.Inspect(opts.Output, opts.Checkpoint)
 	if err != nil {
 		return nil, err
 	}
+	recorded := checkpoint.Settings(js.Settings)
+	input, err := findInput(opts, recorded.Run()[inputKey])
+	if err != nil {
+		return nil, err
+	}
 	st := &JobStatus{Output: opts.Output, Errors: batch.ErrorsPath(opts.Output), Checkpoint: opts.Checkpoint,
-		Running: js.Running, Settings: js.Settings, Done: js.Done, CheckpointDone: js.CheckpointDone,
+		Running: js.Running, Settings: recorded.Answer(), Run: recorded.Run(), Done: js.Done, CheckpointDone: js.CheckpointDone,
 		ResultLines: js.ResultLines, Failed: js.Failed, Invalid: js.Invalid, ByKind: js.ByKind,
 		Warnings: append([]string{}, js.Warnings...)}
 	if input != "" {
@@ -146,28 +159,6 @@ func jobStatus(opts *StatusOptions) (*JobStatus, error) {
 	}
 	st.conclude(opts)
 	return st, nil
-}
-
-// findInput returns the input file given, or the one run would have read
-// for this output by default if it exists, or "".
-func findInput(opts *StatusOptions) (string, error) {
-	if opts.Input == "-" {
-		return "", usageErr("--input: status cannot count records on stdin; give the input file")
-	}
-	if opts.Input != "" {
-		if fi, err := os.Stat(opts.Input); err != nil {
-			return "", usageErr("--input: %v", unwrapPath(err))
-		} else if fi.IsDir() {
-			return "", usageErr("--input: %s is a directory, not a JSONL file", opts.Input)
-		}
-		return opts.Input, nil
-	}
-	if base, ok := strings.CutSuffix(opts.Output, ".out.jsonl"); ok {
-		if fi, err := os.Stat(base + ".jsonl"); err == nil && fi.Mode().IsRegular() {
-			return base + ".jsonl", nil
-		}
-	}
-	return "", nil
 }
 
 func (st *JobStatus) warn(format string, a ...any) {
@@ -205,20 +196,29 @@ func (st *JobStatus) conclude(opts *StatusOptions) {
 	}
 }
 
-// resumeArgs returns the run command that goes on with the job: the same
-// output, checkpoint and answer-shaping settings (a run with other settings
-// is refused). Provider, endpoint and limits are not recorded.
+// resumeArgs returns the run command that goes on with the job: the first
+// run's recorded flags, and the same output, checkpoint and answer-shaping
+// settings (a run with other settings is refused). A job that recorded no
+// run settings gets no provider, endpoint or limits.
 func (st *JobStatus) resumeArgs(opts *StatusOptions, retry bool) []string {
 	args := []string{"llmbatch", "run"}
 	if retry {
 		args = append(args, "--retry-failed")
 	}
+	warn := st.warn
+	if retry {
+		warn = func(string, ...any) {} // warn once
+	}
+	args = append(args, recordedFlags(st.Run, warn)...)
 	runFlags := NewCmdRun(&Factory{IO: opts.IO}, nil).Flags()
 	for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
+		if k == "template" && st.Run["template-file"] != "" {
+			continue // given as the file it was read from
+		}
 		name := strings.ReplaceAll(k, "_", "-") // max_tokens is --max-tokens
 		if runFlags.Lookup(name) == nil {
 			if !retry { // warn once
-				st.warn("the job's setting %s=%s has no run flag: set it as the first run did", k, shellQuote(clipRunes(st.Settings[k], 40)))
+				st.warn("the job's setting %s=%s has no run flag: set it as the first run did", k, shellQuote(textclip.Runes(st.Settings[k], 40)))
 			}
 			continue
 		}
@@ -228,6 +228,9 @@ func (st *JobStatus) resumeArgs(opts *StatusOptions, retry bool) []string {
 		args = append(args, "--checkpoint", opts.Checkpoint)
 	}
 	input := "INPUT"
+	if r, ok := st.Run[inputKey]; ok {
+		input = r
+	}
 	if st.Input != nil {
 		input = *st.Input
 	}
@@ -261,7 +264,7 @@ func printStatus(w io.Writer, st *JobStatus) {
 	if len(st.Settings) > 0 {
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
-			kv = append(kv, k+"="+shellQuote(clipRunes(st.Settings[k], 40)))
+			kv = append(kv, k+"="+shellQuote(textclip.Runes(st.Settings[k], 40)))
 		}
 		line("settings:", "%s", strings.Join(kv, " "))
 	}
@@ -270,20 +273,23 @@ func printStatus(w io.Writer, st *JobStatus) {
 
 // printNext writes the commands that go on with the job.
 func printNext(w io.Writer, st *JobStatus) {
-	const how = "with the --provider or --base-url (or --config) you ran it with"
+	how := "" // the command is whole
+	if len(st.Run) == 0 {
+		how = " with the --provider or --base-url (or --config) you ran it with"
+	}
 	switch {
 	case st.State == "complete":
 		return
 	case st.Running:
-		fmt.Fprintf(w, "\nA run is going on. Should it stop before the end, resume %s:\n  %s\n", how, st.Resume)
+		fmt.Fprintf(w, "\nA run is going on. Should it stop before the end, resume%s:\n  %s\n", how, st.Resume)
 	case st.Left == nil || *st.Left > 0:
-		fmt.Fprintf(w, "\nResume %s:\n  %s\n", how, st.Resume)
+		fmt.Fprintf(w, "\nResume%s:\n  %s\n", how, st.Resume)
 		if st.Failed > 0 {
 			fmt.Fprintf(w, "Add --retry-failed to also redo the %s.\n", plural(st.Failed, "failed item"))
 		}
 	default:
 		if st.Failed > 0 {
-			fmt.Fprintf(w, "\nRedo the %s %s:\n  %s\n", plural(st.Failed, "failed item"), how, st.RetryFailed)
+			fmt.Fprintf(w, "\nRedo the %s%s:\n  %s\n", plural(st.Failed, "failed item"), how, st.RetryFailed)
 		}
 		if st.Invalid > 0 {
 			fmt.Fprintf(w, "\nFix the %s in the input (see %s), then:\n  %s\n", plural(st.Invalid, "rejected line"), st.Errors, st.Resume)
@@ -313,14 +319,6 @@ func kinds(byKind map[string]int64) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// clipRunes cuts s to n runes, marking the cut with "…".
-func clipRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
-}
-
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -341,42 +339,21 @@ func shellJoin(args []string) string {
 
 // countRecords counts the input lines that run reads as records or rejects:
 // those holding more than spaces, tabs and carriage returns (and, on line 1,
-// a byte order mark). Only a block of the file is in memory at a time.
+// a byte order mark). It reads them as run does (internal/jsonl); a line
+// over 1 MiB is counted without being held in memory, as no blank line is
+// that long.
 func countRecords(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	if b, _ := r.Peek(3); string(b) == "\xef\xbb\xbf" {
-		r.Discard(3)
-	}
 	var n int64
-	blank := true
-	buf := make([]byte, 1<<20)
-	for {
-		k, err := r.Read(buf)
-		for _, c := range buf[:k] {
-			switch c {
-			case '\n':
-				if !blank {
-					n++
-				}
-				blank = true
-			case ' ', '\t', '\r':
-			default:
-				blank = false
-			}
-		}
-		if err == io.EOF {
-			break
-		} else if err != nil {
-			return 0, err
+	lr := jsonl.NewReader(f, 1<<20)
+	for lr.Next() {
+		if lr.TooLong() || len(bytes.Trim(lr.Bytes(), " \t\r")) > 0 {
+			n++
 		}
 	}
-	if !blank {
-		n++
-	}
-	return n, nil
+	return n, lr.Err()
 }

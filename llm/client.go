@@ -251,7 +251,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if tries >= c.cfg.MaxAttempts || n >= c.maxAttempts() {
 			return nil, n, err
 		}
-		d := c.delay(tries, last, hold)
+		d := c.retryDelay(tries, last, hold)
 		if last.Kind == RateLimited && hold == 0 && !last.tokenLimit && ki < 0 {
 			c.cfg.Limiter.Pause(req.Model, d) // every worker of this model waits
 		}
@@ -339,18 +339,25 @@ func stopped(err error, last *APIError) error {
 	return fmt.Errorf("%w (last error: %w)", err, last)
 }
 
-// delay returns how long to wait before retrying after the tries-th
-// counted failure: the server's hint when there is one (never cut short);
-// after a 429 without one, what the limiter said (it paces the retry), or
-// the backoff if it said nothing; the backoff after any other failure.
-func (c *Client) delay(tries int, ae *APIError, hold time.Duration) time.Duration {
-	switch {
-	case ae.RetryAfter > 0:
-		return max(ae.RetryAfter, hold)
-	case ae.Kind == RateLimited && hold > 0:
+// delay returns how long to wait before retrying after attempt n failed: the
+// server's hint when there is one (never cut short), the backoff otherwise.
+func (c *Client) delay(n int, ae *APIError) time.Duration {
+	d := ae.RetryAfter
+	if d <= 0 {
+		d = c.cfg.Backoff(n)
+	}
+	return d
+}
+
+// retryDelay is delay for a chat request after its tries-th counted
+// failure, given what the limiter said (hold): after a 429, the longer of
+// the hint and the hold, and with no hint the hold alone if there is one
+// (the limiter paces the retry).
+func (c *Client) retryDelay(tries int, ae *APIError, hold time.Duration) time.Duration {
+	if ae.Kind == RateLimited && ae.RetryAfter <= 0 && hold > 0 {
 		return hold
 	}
-	return c.cfg.Backoff(max(tries, 1))
+	return max(c.delay(max(tries, 1), ae), hold)
 }
 
 // attempt makes one HTTP exchange under the per-attempt timeout, which

@@ -75,7 +75,7 @@ func TestClientDo(t *testing.T) {
 			wantN: 1, wantKind: QuotaSpent, wantStatus: 402},
 		{name: "429 insufficient_quota not retried", replies: []reply{{status: 429, body: `{"error":{"code":"insufficient_quota","message":"spent"}}`}},
 			wantN: 1, wantKind: QuotaSpent, wantStatus: 429},
-		{name: "404 not retried", replies: []reply{{status: 404}}, wantN: 1, wantKind: BadRequest, wantStatus: 404},
+		{name: "404 not retried", replies: []reply{{status: 404}}, wantN: 1, wantKind: ModelNotFound, wantStatus: 404},
 		{name: "422 not retried", replies: []reply{{status: 422}}, wantN: 1, wantKind: BadRequest, wantStatus: 422},
 		{name: "max attempts: the last error", replies: []reply{{status: 500}, {status: 502}, {status: 503, body: "overloaded"}},
 			wantN: 3, wantKind: Transient, wantStatus: 503, wantMsg: "overloaded"},

@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // Kind says what the caller should do about a failed request.
@@ -28,6 +29,17 @@ const (
 	QuotaSpent                  // 402, 429 insufficient_quota and the like: stop the run (exit 3)
 	Certificate                 // TLS cannot be set up: the server's certificate cannot be verified, or it does not speak TLS: stop the run (exit 3)
 	Unavailable                 // every attempt has failed transiently for too long: stop the run (exit 3)
+
+	// ModelNotFound is a 404 (or 400) saying the request's model does not
+	// exist or is not served: the item names a model the server lacks. Like
+	// BadRequest it is the item's fault, not the run's: the item goes to a
+	// fallback model, or fails with this kind, keeping the status, code and
+	// message the server gave.
+	ModelNotFound
+	// ResponseFormatUnsupported is a 400 or 422 saying the server or model
+	// does not support the request's response_format (JSON mode): a merged
+	// request goes again without it; an item that asked for it fails.
+	ResponseFormatUnsupported
 )
 
 var kindNames = map[Kind]string{
@@ -39,6 +51,9 @@ var kindNames = map[Kind]string{
 	QuotaSpent:  "quota_spent",
 	Certificate: "certificate",
 	Unavailable: "unavailable",
+
+	ModelNotFound:             "model_not_found",
+	ResponseFormatUnsupported: "response_format_unsupported",
 }
 
 // String returns the name used in the errors file, such as "bad_request".
@@ -109,15 +124,10 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 		e.Message = http.StatusText(status)
 	}
 	e.Kind = kindOf(status, e.Code, e.Message)
-	e.RetryAfter = retryHint(status, h, body, now)
-	if e.RetryAfter > 0 {
-		e.hintFrom = "body"
-		if retryHint(status, h, nil, now) > 0 {
-			e.hintFrom = "header"
-		}
-	}
+	limits := parseLimits(h, body, now)
+	e.RetryAfter, e.hintFrom = limits.retryHint(status)
 	if e.Kind == RateLimited {
-		e.tokenLimit, e.tokenSure, e.tokensLeft = tokenLimited(h, body)
+		e.tokenLimit, e.tokenSure, e.tokensLeft = tokenLimited(limits, body)
 	}
 	// Classified on what the server said; kept as fit to print.
 	e.Code, e.Message = printable(e.Code, maxCode), printable(e.Message, maxMessage)
@@ -125,18 +135,19 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 }
 
 // tokenLimited tells a 429 for tokens from one for requests, as far as
-// the response tells. The headers decide first: requests spent means
-// requests, tokens spent means tokens. A window with tokens left still
-// refuses a request bigger than what is left, so then the words of the error
-// decide ("tokens per min", OpenAI's "type":"tokens", or the same about
-// requests or calls). With no such words, sure is false: only the size of
-// the request can settle it (see settle), given the tokens left, left.
-func tokenLimited(h http.Header, body []byte) (tokens, sure bool, left int) {
-	if rr, ok := headerInt(h, "x-ratelimit-remaining-requests"); ok && rr <= 0 {
+// the response tells. The windows decide first, in any header style
+// parseLimits reads: requests (or requests in flight) spent means requests,
+// tokens spent means tokens. A window with tokens left still refuses a
+// request bigger than what is left, so then the words of the error decide
+// ("tokens per min", OpenAI's "type":"tokens", or the same about requests
+// or calls). With no such words, sure is false: only the size of the
+// request can settle it (see settle), given the tokens left, left.
+func tokenLimited(s serverLimits, body []byte) (tokens, sure bool, left int) {
+	spent := func(l limitInfo) bool { return l.Told && l.Remaining == 0 }
+	if spent(s.Requests) || spent(s.Concurrent) {
 		return false, true, 0
 	}
-	r, told := headerInt(h, "x-ratelimit-remaining-tokens")
-	if told && r <= 0 {
+	if spent(s.Tokens) {
 		return true, true, 0
 	}
 	lower := strings.ToLower(string(body[:min(len(body), 2000)]))
@@ -148,10 +159,10 @@ func tokenLimited(h http.Header, body []byte) (tokens, sure bool, left int) {
 		strings.Contains(lower, "rpm") || strings.Contains(lower, "call rate") || strings.Contains(lower, "request rate"):
 		return false, true, 0
 	}
-	if !told {
+	if !s.Tokens.Told {
 		return false, true, 0
 	}
-	return false, false, r
+	return false, false, s.Tokens.Remaining
 }
 
 // settle decides a 429 that the response left open (see tokenLimited) by
@@ -179,6 +190,10 @@ func kindOf(status int, code, msg string) Kind {
 		return TooLarge
 	case status == 429:
 		return RateLimited
+	case (status == 404 || status == 400) && modelMissing(status, code, msg, lower):
+		return ModelNotFound
+	case (status == 400 || status == 422) && responseFormatWords(lower):
+		return ResponseFormatUnsupported
 	case status == 413 || (status == 400 && tooLargeWords(lower)):
 		return TooLarge
 	case status == 408 || status == 409 || status >= 500:
@@ -197,6 +212,44 @@ func quotaWords(s string) bool {
 	for _, w := range []string{"insufficient_quota", "insufficient balance", "insufficient_balance",
 		"quota exceeded", "quotaexceeded", "exceeded your current quota", "billing_hard_limit",
 		"accountoverdue", "account is overdue"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// modelMissing reports whether a 404 or 400 says the model is unknown, as
+// OpenAI ("The model `x` does not exist", code model_not_found), DeepSeek
+// ("Model Not Exist"), Ark (InvalidEndpointOrModel.NotFound), vLLM ("The
+// model `x` does not exist.") and Ollama ("model \"x\" not found, try
+// pulling it first") say it. A bare 404, with no message but its status
+// text, is taken for one too: the chat endpoint exists, so the model does
+// not. A 404 with some other message (an HTML page: a wrong base URL) is not.
+func modelMissing(status int, code, msg, lower string) bool {
+	c := strings.ToLower(code)
+	switch {
+	case strings.Contains(c, "model_not_found") || strings.Contains(c, "modelnotfound") ||
+		strings.Contains(c, "invalidendpointormodel"):
+		return true
+	case status == 404 && (msg == "" || msg == http.StatusText(404)):
+		return true
+	}
+	if !strings.Contains(lower, "model") {
+		return false
+	}
+	for _, w := range []string{"not found", "does not exist", "not exist", "no such model", "unknown model"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// responseFormatWords reports whether an error speaks of response_format or
+// JSON mode, as servers that do not support it say.
+func responseFormatWords(s string) bool {
+	for _, w := range []string{"response_format", "json_object", "json mode", "json output"} {
 		if strings.Contains(s, w) {
 			return true
 		}
@@ -293,7 +346,7 @@ func rawMessage(body []byte) string {
 	if strings.HasPrefix(s, "<") {
 		return "non-JSON error page"
 	}
-	return clip(s, 300)
+	return textclip.Bytes(s, 300)
 }
 
 // maxCode and maxMessage bound what an error keeps of the provider's code
@@ -309,7 +362,7 @@ const (
 // user's terminal, newlines that would forge log lines) become spaces,
 // invalid UTF-8 becomes U+FFFD, and the result is clipped to n bytes.
 func printable(s string, n int) string {
-	s = clip(s, n+3) // first: a body of megabytes is not worth mapping
+	s = textclip.Bytes(s, n+3) // first: a body of megabytes is not worth mapping
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
@@ -317,19 +370,7 @@ func printable(s string, n int) string {
 		}
 		return r
 	}, s)
-	return clip(s, n)
-}
-
-// clip shortens s to at most n bytes without splitting a UTF-8 sequence,
-// marking the cut with an ellipsis.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textclip.Bytes(s, n)
 }
 
 // certError reports whether err says the server's certificate could not be

@@ -10,40 +10,180 @@ import (
 	"time"
 )
 
+// What a response says about the server's limits is read here once, by
+// parseLimits, and retryHint and tokenLimited build on it. All of it is
+// pure: headers (and a 429's body) in, figures out.
+//
+// # The request's own hint
+//
+// retry-after-ms, then X-Retry-In (Traefik; a Go duration), then
+// Retry-After (seconds or an HTTP-date): the first that reads as a positive,
+// believable wait is the hint; the two precise forms come first because
+// servers that send them round Retry-After up to whole seconds. Then, on a
+// 429 only, the reset of the window that ran dry (or the longest reset) of
+// any style below; then body fields (data.retry_after_seconds and the like).
+//
+// # Windows, for requests and for tokens
+//
+// Per dimension the first style that tells what is left wins, else the
+// first that tells anything, in this order (ratelimit_headers.go):
+//  1. OpenAI: x-ratelimit-{limit,remaining,reset}-{requests,tokens}.
+//  2. Anthropic: anthropic-ratelimit-{requests,tokens,input-tokens}-*.
+//  3. IETF draft: RateLimit and RateLimit-Policy, one item per policy.
+//  4. Kong: X-RateLimit-{Limit,Remaining}-{Second,...,Month} with
+//     RateLimit-Reset; X-RateLimitBySize-* (Mistral) for tokens.
+//  5. The older draft: RateLimit-{Limit,Remaining,Reset}, also in the
+//     draft-07 form RateLimit: limit=.., remaining=.., reset=..;
+//     RateLimitBySize-* for tokens.
+//  6. X-RateLimit-{Limit,Remaining,Reset} and X-Rate-Limit-* (GitHub,
+//     Envoy, OpenRouter and most others).
+//
+// Where a style tells several windows, the one that binds is kept: the
+// least left per second until it resets (see binding).
+//
+// # Hostile values
+//
+// A count that is not a whole number from 0 to maxCount is not told; a
+// limit of 0 is not told; what is left is cut to the limit when both are
+// told. A wait or window that is not positive, or longer than maxHint, is
+// not told. A reset is a delta (a Go duration or seconds) when small and a
+// Unix time in seconds or milliseconds when large (see parseReset); dates
+// are measured against the response's Date header when it has one, so a
+// skewed local clock cannot make the client retry early.
+
 // maxHint bounds the hints believed, in seconds (about 115 days); a larger
 // number is a misreading (a timestamp taken for seconds, say).
 const maxHint = 1e7
 
-// retryHint returns how long the server asked us to wait, or 0 when it gave
-// no usable hint. The order is retry-after-ms, Retry-After (seconds or an
-// HTTP-date), x-ratelimit-reset-* (on a 429 only), then body fields; a value
-// that cannot be read, or is not positive, passes to the next. Dates are
-// measured against the response's Date header when it has one, so a skewed
-// local clock cannot make the client retry early.
-func retryHint(status int, h http.Header, body []byte, now time.Time) time.Duration {
+// maxCount bounds the counts believed (about 10^12 requests or tokens).
+const maxCount = 1 << 40
+
+// serverLimits is what one response says about the server's limits.
+type serverLimits struct {
+	Requests   limitInfo // the request window or bucket that binds
+	Tokens     limitInfo // the token window or bucket that binds
+	Concurrent limitInfo // a cap on requests in flight (IETF qu="concurrent-requests"): Limit and Remaining only
+
+	RetryAfter     time.Duration // the headers' hint for this request; 0 when none
+	RetryFrom      string        // the header it came from: "retry-after-ms", "x-retry-in" or "retry-after"
+	BodyRetryAfter time.Duration // a hint in the body (data.retry_after_seconds, ...); 0 when none
+}
+
+// limitInfo is what a response says of one window or bucket.
+type limitInfo struct {
+	Limit     int           // its quota or size; 0 when not told
+	Remaining int           // what is left of it, at most Limit when both are told; meaningful only when Told
+	Told      bool          // Remaining was given
+	Reset     time.Duration // from the response's arrival until it resets (see Kind); 0 when not told
+	Kind      resetKind     // what Reset means, when the style says
+	Window    time.Duration // its length (IETF w, Kong's -Minute); 0 when not told
+	From      string        // the style it was read from: "openai", "anthropic", "ietf", "kong", "ratelimit", "x-ratelimit"
+}
+
+// known reports whether l tells anything.
+func (l limitInfo) known() bool { return l.Told || l.Limit > 0 || l.Reset > 0 || l.Window > 0 }
+
+// resetKind says what a reset means.
+type resetKind int
+
+const (
+	resetUnknown resetKind = iota // the style does not say (IETF, the older draft, X-RateLimit-*)
+	resetWindow                   // a fixed window ends: Remaining is all there is until then (Kong)
+	resetFull                     // a bucket is full again: some room may come back before (OpenAI, Anthropic)
+)
+
+// parseLimits reads what the response with header h and body (nil but for
+// a failed request) says about the server's limits. now is the local time
+// the response arrived: every duration counts from it.
+func parseLimits(h http.Header, body []byte, now time.Time) serverLimits {
 	serverNow := now
-	if d, err := http.ParseTime(h.Get("Date")); err == nil {
+	if d, err := http.ParseTime(get(h, "Date")); err == nil {
 		serverNow = d
 	}
-	if d, ok := parseSeconds(h.Get("retry-after-ms"), time.Millisecond); ok {
-		return d
+	s := serverLimits{BodyRetryAfter: bodyHint(body)}
+	s.RetryAfter, s.RetryFrom = headerHint(h, serverNow)
+	for _, read := range styles {
+		r := read(h, serverNow)
+		s.Requests = better(s.Requests, r.Requests)
+		s.Tokens = better(s.Tokens, r.Tokens)
+		s.Concurrent = better(s.Concurrent, r.Concurrent)
 	}
-	if d, ok := parseSecondsOrDate(h.Get("Retry-After"), serverNow); ok {
-		return d
+	return s
+}
+
+// better returns a, from a style weighed first, unless b tells what is left
+// and a does not, or a tells nothing.
+func better(a, b limitInfo) limitInfo {
+	if a.Told || (!b.Told && a.known()) {
+		return a
 	}
-	// OpenAI sends x-ratelimit-reset-* with every response: they say when
-	// the buckets are full again, which is advice to wait only after a 429.
+	return b
+}
+
+// headerHint reads the request's own hint: retry-after-ms, X-Retry-In,
+// then Retry-After.
+func headerHint(h http.Header, serverNow time.Time) (time.Duration, string) {
+	if d, ok := parseSeconds(get(h, "Retry-After-Ms"), time.Millisecond); ok {
+		return d, "retry-after-ms"
+	}
+	if d, ok := parseDuration(get(h, "X-Retry-In")); ok {
+		return d, "x-retry-in"
+	}
+	if d, ok := parseSecondsOrDate(get(h, "Retry-After"), serverNow); ok {
+		return d, "retry-after"
+	}
+	return 0, ""
+}
+
+// retryHint returns how long the server asked us to wait, or 0 when it gave
+// no usable hint, in the order given at the top of this file.
+func retryHint(status int, h http.Header, body []byte, now time.Time) time.Duration {
+	d, _ := parseLimits(h, body, now).retryHint(status)
+	return d
+}
+
+// retryHint is the wait s asks for after a response of status, and where
+// it was read: "header" or "body"; "" when there is none.
+func (s serverLimits) retryHint(status int) (time.Duration, string) {
+	if s.RetryAfter > 0 {
+		return s.RetryAfter, "header"
+	}
+	// Servers send their windows with every response: they say when the
+	// buckets are full again, which is advice to wait only after a 429.
 	if status == http.StatusTooManyRequests {
-		if d := resetHint(h, serverNow); d > 0 {
-			return d
+		if d := s.resetHint(); d > 0 {
+			return d, "header"
 		}
 	}
-	return bodyHint(body)
+	if s.BodyRetryAfter > 0 {
+		return s.BodyRetryAfter, "body"
+	}
+	return 0, ""
+}
+
+// resetHint is the reset of the window that ran dry: the other may be
+// minutes away without being the reason for the 429. When none is known to
+// be dry, the longest reset.
+func (s serverLimits) resetHint() time.Duration {
+	var longest, dry time.Duration
+	for _, l := range []limitInfo{s.Requests, s.Tokens} {
+		longest = max(longest, l.Reset)
+		if l.Told && l.Remaining == 0 {
+			dry = max(dry, l.Reset)
+		}
+	}
+	if dry > 0 {
+		return dry
+	}
+	return longest
 }
 
 // parseSeconds reads v as a positive number of units ("1.5" seconds,
 // "250" ms).
 func parseSeconds(v string, unit time.Duration) (time.Duration, bool) {
+	if v == "" { // most fields are absent: no error to allocate
+		return 0, false
+	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil {
 		return 0, false
@@ -60,7 +200,9 @@ func hint(f float64, unit time.Duration) (time.Duration, bool) {
 }
 
 func parseSecondsOrDate(v string, serverNow time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
+	if v = strings.TrimSpace(v); v == "" {
+		return 0, false
+	}
 	if d, ok := parseSeconds(v, time.Second); ok {
 		return d, true
 	}
@@ -70,47 +212,26 @@ func parseSecondsOrDate(v string, serverNow time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-func until(t, serverNow time.Time) (time.Duration, bool) {
-	d := t.Sub(serverNow)
-	return d, d > 0 && d <= maxHint*time.Second
-}
+// until is the time from serverNow to t, when it is positive and
+// believable; else 0.
+func until(t, serverNow time.Time) (time.Duration, bool) { return believable(t.Sub(serverNow)) }
 
-// resetHint reads the x-ratelimit-reset-requests and -tokens headers (and a
-// bare x-ratelimit-reset). When x-ratelimit-remaining-* names the bucket
-// that ran dry, only its reset counts: the other may be minutes away without
-// being the reason for the 429. Otherwise the longest reset wins.
-func resetHint(h http.Header, serverNow time.Time) time.Duration {
-	var longest, dry time.Duration
-	for _, k := range []string{"requests", "tokens", ""} {
-		name := strings.TrimSuffix("x-ratelimit-reset-"+k, "-")
-		d, ok := parseReset(h.Get(name), serverNow)
-		if !ok {
-			continue
-		}
-		longest = max(longest, d)
-		if k != "" && strings.TrimSpace(h.Get("x-ratelimit-remaining-"+k)) == "0" {
-			dry = max(dry, d)
-		}
-	}
-	if dry > 0 {
-		return dry
-	}
-	return longest
-}
-
-// parseReset reads an x-ratelimit-reset-* value: a Go-style duration ("1s",
-// "6m0s", "20ms"), plain seconds, a Unix timestamp in seconds or
-// milliseconds, or an RFC 3339 time.
+// parseReset reads a reset: a Go-style duration ("1s", "6m0s", "20ms",
+// "1m30.5s"), plain seconds, a Unix time in seconds (from 10^9) or
+// milliseconds (from 10^12), an RFC 3339 time or an HTTP-date. Seconds from maxHint to
+// 10^9 fit neither and are not told.
 func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
+	if v = strings.TrimSpace(v); v == "" {
+		return 0, false
+	}
 	if d, err := time.ParseDuration(v); err == nil {
-		return hint(d.Seconds(), time.Second)
+		return believable(d)
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
 		switch {
-		case s >= 1e12: // Unix milliseconds
+		case s >= 1e12 && s < 1e15: // Unix milliseconds
 			return until(time.UnixMilli(int64(s)), serverNow)
-		case s >= 1e9: // Unix seconds
+		case s >= 1e9 && s < 1e12: // Unix seconds
 			return until(time.Unix(int64(s), 0), serverNow)
 		}
 		return hint(s, time.Second)
@@ -118,7 +239,43 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return until(t, serverNow)
 	}
+	if t, err := http.ParseTime(v); err == nil {
+		return until(t, serverNow)
+	}
 	return 0, false
+}
+
+// parseDuration reads a Go duration ("1.5s", "3m0s") when it is positive
+// and believable.
+func parseDuration(v string) (time.Duration, bool) {
+	if v = strings.TrimSpace(v); v == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, false
+	}
+	return believable(d)
+}
+
+// believable returns d when it is positive and at most maxHint.
+func believable(d time.Duration) (time.Duration, bool) {
+	if d <= 0 || d > maxHint*time.Second {
+		return 0, false
+	}
+	return d, true
+}
+
+// parseCount reads a count: a whole number from 0 to maxCount.
+func parseCount(v string) (int, bool) {
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 || n > maxCount {
+		return 0, false
+	}
+	return int(n), true
 }
 
 // seconds is a count of seconds in a JSON body, given as a number or a
@@ -137,6 +294,9 @@ func (s *seconds) UnmarshalJSON(b []byte) error {
 // data.retry_after_seconds (Doubao), error.retry_after_seconds, and
 // top-level retry_after_seconds or retry_after.
 func bodyHint(body []byte) time.Duration {
+	if len(body) == 0 {
+		return 0
+	}
 	var b struct {
 		RetryAfter  seconds `json:"retry_after"`
 		RetryAfterS seconds `json:"retry_after_seconds"`

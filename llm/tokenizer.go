@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // Encoding names accepted by [NewTokenizer].
@@ -118,10 +119,7 @@ func cutAt(s string, n int) int {
 	if i := strings.LastIndexAny(s[n/2:n], " \n\t"); i >= 0 {
 		return n/2 + i // before the space: tokens carry their leading space
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
+	return len(textclip.Prefix(s, n))
 }
 
 // o200kPrefixes are the model families whose tokenizer is o200k_base.

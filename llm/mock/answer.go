@@ -3,7 +3,8 @@ package mock
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/llmbatch/llmbatch/internal/textclip"
 )
 
 // maxEcho is the most bytes of a prompt that [Answer] echoes.
@@ -18,16 +19,7 @@ func Answer(prompt string) string {
 
 // cutBytes returns the longest prefix of s of at most n bytes that does not
 // split a UTF-8 sequence.
-func cutBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n = max(n, 0)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func cutBytes(s string, n int) string { return textclip.Prefix(s, n) }
 
 // estimateTokens is the mock's token estimate: a token per four characters,
 // at least one.

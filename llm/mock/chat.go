@@ -42,10 +42,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v.delay > 0 && !sleep(r.Context().Done(), v.delay) {
-		h.release(v)
+		h.done(v, false)
 		writeError(w, statusClientClosed, errCancelled)
 		return
 	}
+	defer h.done(v, true)
 	if v.fault != 0 {
 		h.failed.Add(1)
 		writeError(w, v.fault, faultErrors[v.fault])
@@ -67,8 +68,13 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (*llm.ChatRequest, in
 	if status, bad := readBody(w, r, buf); status != 0 {
 		return nil, status, bad
 	}
-	req := new(llm.ChatRequest) // Unmarshal copies what it keeps, so buf may be reused
-	if err := json.Unmarshal(buf.Bytes(), req); err != nil {
+	return parseChat(buf.Bytes()) // Unmarshal copies what it keeps, so buf may be reused
+}
+
+// parseChat decodes and checks a chat request body, online or a batch line's.
+func parseChat(body []byte) (*llm.ChatRequest, int, apiError) {
+	req := new(llm.ChatRequest)
+	if err := json.Unmarshal(body, req); err != nil {
 		return nil, http.StatusBadRequest, apiError{
 			Message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
 			Type:    "invalid_request_error",
@@ -146,27 +152,6 @@ func plainString(raw json.RawMessage) ([]byte, bool) {
 		return nil, false
 	}
 	return s, true
-}
-
-// refuse answers a request that admit turned away with a 429.
-func (h *Handler) refuse(w http.ResponseWriter, v verdict, model string, cost int) {
-	if v.refusal == quotaSpent {
-		h.quotaSpent.Add(1)
-		writeError(w, http.StatusTooManyRequests, errQuota)
-		return
-	}
-	h.rateLimited.Add(1)
-	setRetryHeaders(w.Header(), v.retry, !h.cfg.NoLimitHeaders)
-	kind, limit, used, requested := "requests", h.cfg.RPM, v.reqs, 1
-	if v.refusal == tokensLimit {
-		kind, limit, used, requested = "tokens", h.cfg.TPM, v.toks, cost
-	}
-	writeError(w, http.StatusTooManyRequests, apiError{
-		Message: fmt.Sprintf("Rate limit reached for %s on %s per %v: Limit %d, Used %d, Requested %d. Please try again in %s.",
-			model, kind, h.cfg.Window, limit, used, requested, formatReset(v.retry)),
-		Type: kind,
-		Code: "rate_limit_exceeded",
-	})
 }
 
 // complete builds the answer to an admitted request.

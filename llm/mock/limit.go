@@ -12,8 +12,10 @@ type refusal int
 const (
 	admitted      refusal = iota
 	quotaSpent            // Quota successful answers were given
-	requestsLimit         // RPM requests were admitted in this window
-	tokensLimit           // admitting the request would pass TPM in this window
+	requestsLimit         // the request meter refused it
+	tokensLimit           // the token meter refused it
+	busy                  // InFlight requests are in flight
+	falseClaim            // picked at random by FalseClaims
 )
 
 // verdict is the outcome of admit for one request.
@@ -21,32 +23,67 @@ type verdict struct {
 	refusal refusal
 	fault   int           // 0, or the 5xx status to answer with after the delay
 	delay   time.Duration // Latency plus this request's jitter
-	reqs    int           // requests admitted in the window, this one included (bucket: the limit less what is left)
-	toks    int           // tokens admitted in the window, this one included (bucket: the limit less what is left)
 	quota   bool          // whether a quota grant was taken (give it back if unused)
 
-	reqReset, tokReset time.Duration // until the window ends (bucket: until it is full again)
-	retry              time.Duration // for a refusal: until the request could be admitted
+	req, tok       state         // what the request and token meters say after the decision
+	hasReq, hasTok bool          // whether those limits are set
+	retry          time.Duration // for a refusal: until the request could be admitted
 }
 
 // faults are the statuses FailRate picks from, uniformly.
 var faults = [...]int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}
 
-// admit decides whether a request costing tokens is served now. Windows are
-// fixed: window k is [start+k*W, start+(k+1)*W). Refused requests do not count
-// against the window; admitted ones count whatever their fate. A request
-// costing more than TPM on its own is admitted into an empty window, so that
-// it cannot be refused for ever.
+// limits are the meters of a Handler, each nil when not configured.
+type limits struct {
+	inFlight meter // the concurrency cap
+	reqs     meter // RPM
+	toks     meter // TPM
+}
+
+// newLimits builds the meters cfg asks for; cfg has its defaults.
+func newLimits(cfg Config, start time.Time) limits {
+	var l limits
+	if cfg.InFlight > 0 {
+		l.inFlight = &concurrencyCap{limit: cfg.InFlight, guess: max(cfg.Latency, time.Millisecond)}
+	}
+	if cfg.Limiter == LimiterConcurrency {
+		return l
+	}
+	mc := func(limit int) meterConfig {
+		return meterConfig{limit: limit, window: cfg.Window, start: start,
+			burst: int(cfg.Burst * float64(limit)), penalty: cfg.Penalty}
+	}
+	if cfg.RPM > 0 {
+		l.reqs = newMeter(cfg.Limiter, mc(cfg.RPM))
+	}
+	if cfg.TPM > 0 {
+		l.toks = newMeter(cfg.Limiter, mc(cfg.TPM))
+	}
+	return l
+}
+
+// admit decides whether a request costing tokens is served now: the quota,
+// then a false claim (FalseClaims), then every meter. Each meter hears of
+// the outcome, so those that count refused requests can.
 func (h *Handler) admit(tokens int) verdict {
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 
 	var v verdict
-	if h.cfg.Bucket {
-		v = h.takeBuckets(now, tokens)
-	} else {
-		v = h.takeWindow(now, tokens)
+	switch {
+	case h.cfg.Quota > 0 && h.granted >= h.cfg.Quota:
+		v.refusal = quotaSpent
+	case h.cfg.FalseClaims > 0 && h.rng.Float64() < h.cfg.FalseClaims:
+		v.refusal, v.retry = falseClaim, time.Second
+	default:
+		v.refusal, v.retry = h.lim.decide(now, tokens)
+	}
+	if h.lim.reqs != nil {
+		v.req, v.hasReq = h.lim.reqs.state(now), true
+	}
+	if h.lim.toks != nil {
+		v.tok, v.hasTok = h.lim.toks.state(now), true
 	}
 	if v.refusal != admitted {
 		return v
@@ -65,110 +102,82 @@ func (h *Handler) admit(tokens int) verdict {
 	return v
 }
 
-// takeWindow admits a request into the fixed window of now, or says why not.
-func (h *Handler) takeWindow(now time.Time, tokens int) verdict {
-	elapsed := now.Sub(h.start)
-	k := int64(elapsed / h.cfg.Window)
-	if k != h.window {
-		h.window, h.reqs, h.toks = k, 0, 0
-	}
-	end := time.Duration(k+1)*h.cfg.Window - elapsed
-	v := verdict{reqReset: end, tokReset: end, retry: end}
-	switch {
-	case h.cfg.Quota > 0 && h.granted >= h.cfg.Quota:
-		v.refusal = quotaSpent
-	case h.cfg.RPM > 0 && h.reqs >= h.cfg.RPM:
-		v.refusal = requestsLimit
-	case h.cfg.TPM > 0 && h.toks > 0 && h.toks+tokens > h.cfg.TPM:
-		v.refusal = tokensLimit
-	}
-	if v.refusal == admitted {
-		h.reqs++
-		h.toks += tokens
-	}
-	v.reqs, v.toks = h.reqs, h.toks
-	return v
-}
-
-// takeBuckets admits a request from buckets that hold RPM requests and TPM
-// tokens and refill continuously, a whole one per Window, as OpenAI's limits
-// do, or says why not. A request costing more than TPM goes from a full
-// bucket.
-func (h *Handler) takeBuckets(now time.Time, tokens int) verdict {
-	if h.filled.IsZero() {
-		h.reqLevel, h.tokLevel = float64(h.cfg.RPM), float64(h.cfg.TPM)
-	} else {
-		part := float64(now.Sub(h.filled)) / float64(h.cfg.Window)
-		h.reqLevel = min(float64(h.cfg.RPM), h.reqLevel+part*float64(h.cfg.RPM))
-		h.tokLevel = min(float64(h.cfg.TPM), h.tokLevel+part*float64(h.cfg.TPM))
-	}
-	h.filled = now
-	need := min(float64(tokens), float64(h.cfg.TPM))
-	var v verdict
-	switch {
-	case h.cfg.Quota > 0 && h.granted >= h.cfg.Quota:
-		v.refusal = quotaSpent
-	case h.cfg.RPM > 0 && h.reqLevel < 1:
-		v.refusal = requestsLimit
-		v.retry = refill(1-h.reqLevel, h.cfg.RPM, h.cfg.Window)
-	case h.cfg.TPM > 0 && h.tokLevel < need:
-		v.refusal = tokensLimit
-		v.retry = refill(need-h.tokLevel, h.cfg.TPM, h.cfg.Window)
-	}
-	if v.refusal == admitted {
-		if h.cfg.RPM > 0 {
-			h.reqLevel--
+// decide asks every meter; the request is admitted when all of them fit it.
+// The first refusal in the order cap, requests, tokens names the reason, and
+// the retry is the longest wait of the meters that do not fit it once the
+// refusal is counted (by those that count refusals, or start a ban).
+func (l *limits) decide(now time.Time, tokens int) (refusal, time.Duration) {
+	checks := l.checks(tokens)
+	why := admitted
+	for _, c := range checks {
+		if c.m == nil {
+			continue
 		}
-		if h.cfg.TPM > 0 {
-			h.tokLevel = max(h.tokLevel-float64(tokens), 0)
+		if ok, _ := c.m.fits(now, c.cost); !ok && why == admitted {
+			why = c.why
 		}
 	}
-	v.reqs, v.toks = h.cfg.RPM-int(h.reqLevel), h.cfg.TPM-int(h.tokLevel)
-	v.reqReset = refill(float64(h.cfg.RPM)-h.reqLevel, h.cfg.RPM, h.cfg.Window)
-	v.tokReset = refill(float64(h.cfg.TPM)-h.tokLevel, h.cfg.TPM, h.cfg.Window)
-	return v
-}
-
-// refill is how long a bucket refilling limit per window takes to gain n.
-func refill(n float64, limit int, window time.Duration) time.Duration {
-	if limit <= 0 || n <= 0 {
-		return 0
+	for _, c := range checks {
+		switch {
+		case c.m == nil:
+		case why == admitted:
+			c.m.take(now, c.cost)
+		default:
+			c.m.refuse(now, c.cost)
+		}
 	}
-	return time.Duration(n / float64(limit) * float64(window))
+	if why == admitted {
+		return admitted, 0
+	}
+	return why, l.wait(now, tokens)
 }
 
-// release gives back the quota grant of a request that was admitted but not
-// answered (its client went away).
-func (h *Handler) release(v verdict) {
-	if !v.quota {
+// check is one meter of limits and what a request costs it.
+type check struct {
+	m    meter
+	cost int
+	why  refusal
+}
+
+func (l *limits) checks(tokens int) [3]check {
+	return [...]check{{l.inFlight, 1, busy}, {l.reqs, 1, requestsLimit}, {l.toks, tokens, tokensLimit}}
+}
+
+// wait is how long from now until every meter fits a request of tokens, 0
+// when they all do now. It changes no meter.
+func (l *limits) wait(now time.Time, tokens int) time.Duration {
+	var d time.Duration
+	for _, c := range l.checks(tokens) {
+		if c.m == nil {
+			continue
+		}
+		if ok, retry := c.m.fits(now, c.cost); !ok {
+			d = max(d, retry, time.Nanosecond)
+		}
+	}
+	return d
+}
+
+// done tells the meters that an admitted request has been answered, and
+// gives back the quota grant of one that was admitted but not answered
+// (its client went away).
+func (h *Handler) done(v verdict, answered bool) {
+	if v.refusal != admitted || (h.lim.inFlight == nil && (answered || !v.quota)) {
 		return
 	}
 	h.mu.Lock()
-	h.granted--
-	h.mu.Unlock()
-}
-
-// setLimitHeaders sets the x-ratelimit-* headers OpenAI sends, for each limit
-// that is configured.
-func (h *Handler) setLimitHeaders(hdr http.Header, v verdict) {
-	if h.cfg.NoLimitHeaders {
-		return
+	defer h.mu.Unlock()
+	if h.lim.inFlight != nil {
+		h.lim.inFlight.finish(1)
 	}
-	if h.cfg.RPM > 0 {
-		hdr["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(h.cfg.RPM)}
-		hdr["X-Ratelimit-Remaining-Requests"] = []string{strconv.Itoa(max(h.cfg.RPM-v.reqs, 0))}
-		hdr["X-Ratelimit-Reset-Requests"] = []string{formatReset(v.reqReset)}
-	}
-	if h.cfg.TPM > 0 {
-		hdr["X-Ratelimit-Limit-Tokens"] = []string{strconv.Itoa(h.cfg.TPM)}
-		hdr["X-Ratelimit-Remaining-Tokens"] = []string{strconv.Itoa(max(h.cfg.TPM-v.toks, 0))}
-		hdr["X-Ratelimit-Reset-Tokens"] = []string{formatReset(v.tokReset)}
+	if !answered && v.quota {
+		h.granted--
 	}
 }
 
 // setRetryHeaders sets the hints of a 429: Retry-After in whole seconds,
 // rounded up and at least 1, and with ms retry-after-ms, both until the
-// window ends.
+// request could be admitted.
 func setRetryHeaders(hdr http.Header, d time.Duration, withMs bool) {
 	hdr["Retry-After"] = []string{strconv.FormatInt(max(ceilDiv(d, time.Second), 1), 10)}
 	if withMs {

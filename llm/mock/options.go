@@ -8,19 +8,24 @@ import (
 )
 
 // optionKeys lists the keys ParseOptions knows, in the order of its doc.
-const optionKeys = "latency, jitter, rpm, tpm, window, limits, fail, seed, quota, headers, model, key"
+const optionKeys = "latency, jitter, rpm, tpm, window, limiter (or limits), burst, penalty, inflight, headers, false-claims, fail, seed, quota, model, key"
 
 // ParseOptions parses a comma-separated list of key=value options, as given
 // to `llmbatch run --provider mock` and `llmbatch mock serve`:
 //
-//	latency=20ms,jitter=5ms,rpm=1200,tpm=0,window=1m,limits=window,fail=0.05,seed=1,quota=0,headers=on,model=x,key=secret
+//	latency=20ms,jitter=5ms,rpm=1200,tpm=0,window=1m,limiter=window,burst=0.25,penalty=10s,
+//	inflight=0,headers=openai,false-claims=0,fail=0.05,seed=1,quota=0,model=x,key=secret
 //
-// Durations use Go's syntax; rpm, tpm and quota are counts >= 0; fail is a
-// fraction in [0, 1]; limits=bucket makes the limits buckets that refill
-// continuously rather than fixed windows; headers=off leaves out the
-// x-ratelimit-* headers. White space around items is ignored, an empty string
-// gives the zero Config, and a key may appear once. The error names the
-// offending key and value, except the value of key, which is never shown.
+// Durations use Go's syntax; rpm, tpm, inflight and quota are counts >= 0;
+// burst, false-claims and fail are fractions in [0, 1]. limiter names the
+// algorithm counting rpm and tpm ([Config.Limiter]: window, bucket, leaky,
+// sliding-log, sliding-counter, gcra, concurrency, penalty); limits is
+// another name for it (limits=bucket as before). headers names the style of
+// the limit headers ([Config.Headers]: openai, ietf, kong, github, traefik,
+// retry-after, none); headers=on is openai and headers=off retry-after, as
+// before. White space around items is ignored, an empty string gives the
+// zero Config, and a key may appear once. The error names the offending key
+// and value, except the value of key, which is never shown.
 func ParseOptions(s string) (Config, error) {
 	var cfg Config
 	seen := make(map[string]bool)
@@ -35,10 +40,14 @@ func ParseOptions(s string) (Config, error) {
 			return Config{}, fmt.Errorf("mock: option %d has no '=': want key=value with key one of %s", i+1, optionKeys)
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		if seen[key] {
+		setting := key
+		if key == "limits" {
+			setting = "limiter" // one setting under two names
+		}
+		if seen[setting] {
 			return Config{}, fmt.Errorf("mock: option %q given twice", key)
 		}
-		seen[key] = true
+		seen[setting] = true
 		if err := cfg.set(key, val); err != nil {
 			return Config{}, err
 		}
@@ -69,32 +78,62 @@ func (c *Config) set(key, val string) error {
 		if err != nil {
 			err = badValue(key, val, "an unsigned integer")
 		}
-	case "limits":
-		switch val {
-		case "window":
-			c.Bucket = false
-		case "bucket":
-			c.Bucket = true
-		default:
-			err = badValue(key, val, "window or bucket")
-		}
+	case "limiter", "limits":
+		err = c.setLimiter(key, val)
+	case "burst":
+		c.Burst, err = parseFraction(key, val)
+	case "penalty":
+		c.Penalty, err = parseDuration(key, val)
+	case "inflight":
+		c.InFlight, err = parseCount(key, val)
+	case "false-claims":
+		c.FalseClaims, err = parseFraction(key, val)
 	case "headers":
-		switch val {
-		case "on":
-			c.NoLimitHeaders = false
-		case "off":
-			c.NoLimitHeaders = true
-		default:
-			err = badValue(key, val, "on or off")
-		}
+		err = c.setHeaders(key, val)
 	case "model":
 		c.Model = val
 	case "key":
 		c.APIKey = val
 	default:
-		return fmt.Errorf("mock: unknown option %q: want one of %s", key, optionKeys)
+		if ok, err := c.Batch.set(key, val); ok {
+			return err
+		}
+		return fmt.Errorf("mock: unknown option %q: want one of %s, %s", key, optionKeys, batchOptionKeys)
 	}
 	return err
+}
+
+// setLimiter sets the algorithm. "window" and "bucket" keep the zero
+// Limiter, and "bucket" sets Bucket, so Configs parsed before the zoo
+// compare equal.
+func (c *Config) setLimiter(key, val string) error {
+	switch val {
+	case LimiterWindow:
+	case LimiterBucket:
+		c.Bucket = true
+	default:
+		if checkLimiter(val) != nil {
+			return badValue(key, val, strings.Join(limiterNames, ", "))
+		}
+		c.Limiter = val
+	}
+	return nil
+}
+
+// setHeaders sets the header style; on and off are the older names of
+// openai and retry-after, kept as NoLimitHeaders for the same reason.
+func (c *Config) setHeaders(key, val string) error {
+	switch val {
+	case "on", HeadersOpenAI:
+	case "off", HeadersRetryAfter:
+		c.NoLimitHeaders = true
+	default:
+		if checkHeaders(val) != nil {
+			return badValue(key, val, "on, off or one of "+strings.Join(headerStyles, ", "))
+		}
+		c.Headers = val
+	}
+	return nil
 }
 
 func badValue(key, val, want string) error {

@@ -25,6 +25,15 @@ func TestParseOptions(t *testing.T) {
 		{"headers=on", Config{}},
 		{"limits=bucket,tpm=5", Config{Bucket: true, TPM: 5}},
 		{"limits=window", Config{}},
+		{"limiter=bucket", Config{Bucket: true}},
+		{"limiter=sliding-counter,rpm=20,window=1s", Config{Limiter: LimiterSlidingCounter, RPM: 20, Window: time.Second}},
+		{"limits=leaky,burst=0.25", Config{Limiter: LimiterLeaky, Burst: 0.25}},
+		{"limiter=penalty,penalty=10s", Config{Limiter: LimiterPenalty, Penalty: 10 * time.Second}},
+		{"limiter=concurrency,inflight=4", Config{Limiter: LimiterConcurrency, InFlight: 4}},
+		{"headers=ietf", Config{Headers: HeadersIETF}},
+		{"headers=openai", Config{}},
+		{"headers=retry-after", Config{NoLimitHeaders: true}},
+		{"headers=none,false-claims=0.1", Config{Headers: HeadersNone, FalseClaims: 0.1}},
 	}
 	for _, tt := range tests {
 		got, err := ParseOptions(tt.in)
@@ -53,6 +62,12 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"headers=no", `"no" for option headers`},
 		{"limits=sliding", `"sliding" for option limits`},
 		{"rpm=1,rpm=2", `"rpm" given twice`},
+		{"limits=bucket,limiter=gcra", `"limiter" given twice`},
+		{"limiter=nginx", `"nginx" for option limiter`},
+		{"headers=aws", `"aws" for option headers`},
+		{"burst=2", `"2" for option burst`},
+		{"false-claims=-0.1", `"-0.1" for option false-claims`},
+		{"inflight=x", `"x" for option inflight`},
 		{"rpm=1,sk-secret", "option 2 has no '='"},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package mock
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -91,4 +92,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	hdr["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes()) // the client's problem if it went away
+}
+
+// writeBody writes body as is, with status and contentType, for the 429s
+// of servers that do not answer in JSON.
+func writeBody(w http.ResponseWriter, status int, contentType, body string) {
+	hdr := w.Header()
+	hdr["Content-Type"] = []string{contentType}
+	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
 }

@@ -1,6 +1,6 @@
 //go:build windows
 
-package checkpoint
+package filelock
 
 import (
 	"errors"
@@ -9,10 +9,7 @@ import (
 	"unsafe"
 )
 
-// errLockHeld is returned by lock when someone else holds the lock.
-var errLockHeld = errors.New("lock held")
-
-// LockFileEx is called through the standard syscall package so that checkpoint needs no module beyond the
+// LockFileEx is called through the standard syscall package so that filelock needs no module beyond the
 // standard library; kernel32.dll is a known DLL, always loaded from the system directory.
 var (
 	kernel32         = syscall.NewLazyDLL("kernel32.dll")
@@ -27,18 +24,18 @@ const (
 )
 
 // Windows byte-range locks are mandatory: a locked byte cannot be read through another handle. So the lock
-// covers one byte far past any real end of file, and another process can still read the journal.
+// covers one byte far past any real end of file, and another process can still read the file.
 const lockOffsetHigh = 0x7fffffff
 
-// lock takes an exclusive LockFileEx lock on f without waiting. It belongs to the handle, so a second Open
-// in the same process is refused too, and Windows releases it when the process dies.
-func lock(f *os.File) error { return lockFileEx(f, lockfileExclusiveLock) }
+// Lock takes an exclusive LockFileEx lock on f without waiting. It belongs to the handle, so a second lock of the
+// file in the same process is refused too, and Windows releases it when the process dies.
+func Lock(f *os.File) error { return lockFileEx(f, lockfileExclusiveLock) }
 
-// lockShared takes a shared LockFileEx lock on f without waiting: it coexists with other shared locks, and
-// fails with errLockHeld while lock's exclusive one is held.
-func lockShared(f *os.File) error { return lockFileEx(f, 0) }
+// LockShared takes a shared LockFileEx lock on f without waiting: it coexists with other shared locks, and
+// fails with ErrHeld while Lock's exclusive one is held.
+func LockShared(f *os.File) error { return lockFileEx(f, 0) }
 
-// lockFileEx locks lock's byte of f with flags (lockfileExclusiveLock or 0 for shared) without waiting.
+// lockFileEx locks Lock's byte of f with flags (lockfileExclusiveLock or 0 for shared) without waiting.
 func lockFileEx(f *os.File, flags uintptr) error {
 	ol := syscall.Overlapped{OffsetHigh: lockOffsetHigh}
 	r, _, err := procLockFileEx.Call(f.Fd(), flags|lockfileFailImmediately, 0, 1, 0,
@@ -47,13 +44,13 @@ func lockFileEx(f *os.File, flags uintptr) error {
 		return nil
 	}
 	if errors.Is(err, errorLockViolation) || errors.Is(err, syscall.ERROR_IO_PENDING) {
-		return errLockHeld
+		return ErrHeld
 	}
 	return err
 }
 
-// unlock releases the lock taken by lock or lockShared.
-func unlock(f *os.File) error {
+// Unlock releases the lock taken by Lock or LockShared.
+func Unlock(f *os.File) error {
 	ol := syscall.Overlapped{OffsetHigh: lockOffsetHigh}
 	r, _, err := procUnlockFileEx.Call(f.Fd(), 0, 1, 0, uintptr(unsafe.Pointer(&ol)))
 	if r != 0 {

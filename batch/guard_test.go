@@ -1,16 +1,15 @@
-package checkpoint_test
+package batch
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/llmbatch/llmbatch/checkpoint"
 )
 
 func TestRepairTail(t *testing.T) {
-	long := "{" + strings.Repeat("x", 100_000) // longer than RepairTail's read block
+	long := "{" + strings.Repeat("x", 100_000) // longer than repairTail's read block
 	tests := []struct {
 		name, file, want string
 	}{
@@ -36,33 +35,33 @@ func TestRepairTail(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "out.jsonl")
-			writeFile(t, path, []byte(tt.file))
-			cut, err := checkpoint.RepairTail(path)
+			writeTestFile(t, path, []byte(tt.file))
+			cut, err := repairTail(path)
 			if err != nil {
-				t.Fatalf("RepairTail() = %v", err)
+				t.Fatalf("repairTail() = %v", err)
 			}
 			if want := int64(len(tt.file) - len(tt.want)); cut != want {
-				t.Errorf("RepairTail() cut %d bytes, want %d", cut, want)
+				t.Errorf("repairTail() cut %d bytes, want %d", cut, want)
 			}
-			if got := string(readFile(t, path)); got != tt.want {
-				t.Errorf("after RepairTail the file holds %d bytes %.20q, want %d bytes %.20q", len(got), got, len(tt.want), tt.want)
+			if got := string(readTestFile(t, path)); got != tt.want {
+				t.Errorf("after repairTail the file holds %d bytes %.20q, want %d bytes %.20q", len(got), got, len(tt.want), tt.want)
 			}
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
-		cut, err := checkpoint.RepairTail(filepath.Join(t.TempDir(), "missing.jsonl"))
+		cut, err := repairTail(filepath.Join(t.TempDir(), "missing.jsonl"))
 		if cut != 0 || err != nil {
-			t.Errorf("RepairTail(missing) = %d, %v; want 0, nil", cut, err)
+			t.Errorf("repairTail(missing) = %d, %v; want 0, nil", cut, err)
 		}
 	})
 	t.Run("directory", func(t *testing.T) {
-		if _, err := checkpoint.RepairTail(t.TempDir()); err == nil {
-			t.Error("RepairTail(directory) = nil error")
+		if _, err := repairTail(t.TempDir()); err == nil {
+			t.Error("repairTail(directory) = nil error")
 		}
 	})
 }
 
-// TestRepairTailRefusesOtherFiles gives RepairTail files that are not what a crash leaves of a JSONL file:
+// TestRepairTailRefusesOtherFiles gives repairTail files that are not what a crash leaves of a JSONL file:
 // a path given by mistake. It must refuse them with ErrNotJSONL and change nothing.
 func TestRepairTailRefusesOtherFiles(t *testing.T) {
 	long := strings.Repeat("z", 100_000)
@@ -75,13 +74,13 @@ func TestRepairTailRefusesOtherFiles(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "notes.txt")
-			writeFile(t, path, []byte(file))
-			cut, err := checkpoint.RepairTail(path)
-			if !errors.Is(err, checkpoint.ErrNotJSONL) || cut != 0 {
-				t.Errorf("RepairTail() = %d, %v; want 0 and an error wrapping ErrNotJSONL", cut, err)
+			writeTestFile(t, path, []byte(file))
+			cut, err := repairTail(path)
+			if !errors.Is(err, ErrNotJSONL) || cut != 0 {
+				t.Errorf("repairTail() = %d, %v; want 0 and an error wrapping ErrNotJSONL", cut, err)
 			}
-			if got := string(readFile(t, path)); got != file {
-				t.Errorf("RepairTail() changed the file to %.40q", got)
+			if got := string(readTestFile(t, path)); got != file {
+				t.Errorf("repairTail() changed the file to %.40q", got)
 			}
 		})
 	}
@@ -89,3 +88,44 @@ func TestRepairTailRefusesOtherFiles(t *testing.T) {
 
 // nuls returns n NUL bytes: what a power loss leaves where a file grew but its data never reached the disk.
 func nuls(n int) string { return strings.Repeat("\x00", n) }
+
+func writeTestFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readTestFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestOutputLock: a second run cannot take the results file's lock while
+// the first holds it, and can once it is released.
+func TestOutputLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	l, err := lockOutput(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se *SetupError
+	if _, err := lockOutput(path); !errors.As(err, &se) || !strings.Contains(err.Error(), "locked by another process") {
+		t.Errorf("second lockOutput(%s) = %v, want a *SetupError saying it is locked", path, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close() = %v", err)
+	}
+	l2, err := lockOutput(path)
+	if err != nil {
+		t.Fatalf("lockOutput after Close: %v", err)
+	}
+	l2.Close()
+}

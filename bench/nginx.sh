@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# nginx.sh: llmbatch against one real third-party rate limiter, nginx's
+# limit_req (a leaky bucket that answers 429 with its own HTML page and no
+# hint at all), in front of `llmbatch mock serve` (no limits, some latency).
+#
+#   bench/nginx.sh                       # untold: -j 32, no --rpm, N=600, RATE=20 r/s, BURST=5
+#   MODE=told bench/nginx.sh             # told the true limit: --rpm $CLIENT_RPM (default 1200)
+#   MODE=both bench/nginx.sh             # untold, then told
+#   N=1200 RATE=10 BURST=0 J=16 LATENCY=200ms bench/nginx.sh
+#
+# It installs Debian's package nginx with apt-get if there is no nginx,
+# writes an nginx.conf into a temporary directory (every path nginx writes
+# is in there), starts nginx and the mock on free loopback ports, and for
+# each run prints the wall time against the ideal (N-BURST)/RATE and the
+# share of requests nginx refused, counted from nginx's own access log.
+# Everything it starts is stopped by its pid on exit, however it exits.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+N=${N:-600}
+RATE=${RATE:-20}
+BURST=${BURST:-5}
+J=${J:-32}
+LATENCY=${LATENCY:-50ms}
+CLIENT_RPM=${CLIENT_RPM:-1200}
+MODE=${MODE:-untold}
+case $MODE in untold | told | both) ;; *) echo "MODE must be untold, told or both" >&2 && exit 2 ;; esac
+work=$(mktemp -d "${TMPDIR:-/tmp}/llmbatch-nginx.XXXXXX")
+ng=$work/nginx
+mockpid='' nginxpid='' clientpid='' worst=0
+
+# alive PID: the process exists and is not a zombie waiting to be reaped.
+alive() {
+	local s
+	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
+	[[ -n $s && $s != Z ]]
+}
+
+# stop PID SIGNAL sends SIGNAL, waits up to 5 s, then SIGKILL, and reaps it.
+stop() {
+	kill -"$2" "$1" 2>/dev/null || return 0
+	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# stop_nginx stops the master; if it had to be killed, its workers too.
+stop_nginx() {
+	[[ -n $nginxpid ]] || return 0
+	local workers
+	workers=$(cat /proc/"$nginxpid"/task/*/children 2>/dev/null || true)
+	stop "$nginxpid" TERM
+	for w in $workers; do
+		[[ $(cat /proc/"$w"/comm 2>/dev/null) == nginx ]] && { kill -KILL "$w" 2>/dev/null || true; }
+	done
+	nginxpid=
+}
+
+cleanup() {
+	[[ -n $clientpid ]] && stop "$clientpid" INT
+	stop_nginx
+	[[ -n $mockpid ]] && stop "$mockpid" INT
+	[[ -n ${KEEP:-} && -d $ng ]] && cp -r "$work" "$KEEP" && echo "kept logs in $KEEP" >&2
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+# find_nginx prints nginx's path; /usr/sbin is not on every user's PATH.
+find_nginx() {
+	command -v nginx 2>/dev/null || { [[ -x /usr/sbin/nginx ]] && echo /usr/sbin/nginx; }
+}
+
+# install_nginx installs Debian's package nginx unless nginx is there.
+install_nginx() {
+	find_nginx >/dev/null && return 0
+	command -v apt-get >/dev/null || { echo "no nginx and no apt-get: install nginx first" >&2 && exit 1; }
+	local as=()
+	if [[ $(id -u) != 0 ]]; then
+		command -v sudo >/dev/null || { echo "no nginx: install it (apt-get install nginx) as root" >&2 && exit 1; }
+		as=(sudo)
+	fi
+	echo "nginx is not installed: installing Debian's package nginx with apt-get (non-interactive)." >&2
+	echo "(Debian may start its own nginx service on port 80; this script neither uses nor stops it.)" >&2
+	local get=("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -q
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+	"${get[@]}" install --no-install-recommends nginx >&2 ||
+		{ "${get[@]}" update >&2 && "${get[@]}" install --no-install-recommends nginx >&2; }
+	find_nginx >/dev/null || { echo "apt-get installed no nginx" >&2 && exit 1; }
+}
+
+# free_port prints a loopback port nothing listens on (nginx retries on a race).
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p" && return 0; }
+	done
+	echo "no free port found" >&2
+	exit 1
+}
+
+# answers PORT: GET /healthz through nginx (proxied to the mock's /v1/models,
+# outside the limit) gets 200, so both nginx and the mock answer.
+answers() (
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+	printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+	IFS= read -r -t 2 line <&3 || exit 1
+	[[ $line == HTTP/1.?' 200'* ]]
+) 2>/dev/null
+
+# write_conf PORT writes $ng/nginx.conf: limit_req on /v1/, proxied to the mock.
+write_conf() {
+	local user=
+	[[ $(id -u) == 0 ]] && user="user $(id -un) $(id -gn);"
+	cat >"$ng/nginx.conf" <<EOF
+$user
+daemon off;
+master_process on;
+worker_processes 1;
+pid $ng/nginx.pid;
+error_log $ng/error.log warn;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	log_format bench '\$msec \$status \$request_time \$upstream_status';
+	client_body_temp_path $ng/client_body;
+	proxy_temp_path $ng/proxy;
+	fastcgi_temp_path $ng/fastcgi;
+	uwsgi_temp_path $ng/uwsgi;
+	scgi_temp_path $ng/scgi;
+	limit_req_zone \$binary_remote_addr zone=api:1m rate=${RATE}r/s;
+	limit_req_status 429;
+	upstream mock { server $mockaddr; keepalive 64; }
+	server {
+		listen 127.0.0.1:$1;
+		proxy_http_version 1.1;
+		proxy_set_header Connection "";
+		proxy_read_timeout 300s;
+		location /v1/ {
+			limit_req zone=api burst=$BURST nodelay;
+			access_log $ng/access.log bench;
+			proxy_pass http://mock;
+		}
+		location = /healthz { proxy_pass http://mock/v1/models; }
+	}
+}
+EOF
+}
+
+# start_nginx starts nginx on a free port (a fresh bucket and access log)
+# and sets nginxpid and port once it answers.
+start_nginx() {
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		mkdir -p "$ng" && rm -f "$ng/access.log" "$ng/error.log"
+		write_conf "$port"
+		"$nginx_bin" -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" 2>>"$ng/stderr.log" &
+		nginxpid=$!
+		for _ in $(seq 100); do
+			answers "$port" && return 0
+			alive "$nginxpid" || break
+			sleep 0.05
+		done
+		grep -q 'Address already in use' "$ng/error.log" "$ng/stderr.log" 2>/dev/null || break
+		stop_nginx
+	done
+	echo "nginx did not start or did not answer:" >&2
+	cat "$ng/stderr.log" "$ng/error.log" >&2 2>/dev/null || true
+	exit 1
+}
+
+# run LABEL [FLAGS...] runs the items through nginx and prints the figures.
+run() {
+	local label=$1 dir=$work/$1 code=0 t0 t1
+	shift
+	mkdir -p "$dir"
+	start_nginx
+	t0=$(date +%s.%N)
+	"$bin" run --base-url "http://127.0.0.1:$port/v1" --model mock-1 -j "$J" "$@" --progress off \
+		-v --log-format json --report "$dir/report.json" -o "$dir/out.jsonl" "$work/in.jsonl" 2>"$dir/client.log" &
+	clientpid=$!
+	wait "$clientpid" || code=$?
+	clientpid=
+	t1=$(date +%s.%N)
+	stop_nginx
+	cp "$ng/access.log" "$dir/access.log"
+	report "$label" "$code" "$t0" "$t1" "$dir" "$@"
+}
+
+# report LABEL CODE T0 T1 DIR [FLAGS...] prints one run's figures.
+report() {
+	local label=$1 code=$2 t0=$3 t1=$4 dir=$5 wall ideal rate total refused other done_n failed
+	shift 5
+	total=$(wc -l <"$dir/access.log")
+	refused=$(awk '$2 == 429' "$dir/access.log" | wc -l)
+	other=$(awk '$2 != 429 && $2 != 200' "$dir/access.log" | wc -l)
+	done_n=0
+	[[ -f $dir/out.jsonl ]] && done_n=$(wc -l <"$dir/out.jsonl")
+	failed=0
+	[[ -f $dir/out.errors.jsonl ]] && failed=$(wc -l <"$dir/out.errors.jsonl")
+	wall=$(echo "$t1 - $t0" | bc -l)
+	rate=$RATE
+	[[ $label == told ]] && rate=$(echo "r = $CLIENT_RPM / 60; if (r < $RATE) r else $RATE" | bc -l)
+	ideal=$(echo "n = $N - $BURST; if (n < 1) n = 1; n / $RATE" | bc -l)
+	[[ $rate != "$RATE" ]] && ideal=$(echo "$N / $rate" | bc -l)
+	printf '%s (%s): wall %.1fs, ideal %.1fs, %.2fx ideal; exit code %d\n' \
+		"$label" "${*:-told nothing}" "$wall" "$ideal" "$(echo "$wall / $ideal" | bc -l)" "$code"
+	printf '  nginx saw %d requests, 429s %d (%.1f%%), other non-200 %d; items done %d, failed %d of %d\n' \
+		"$total" "$refused" "$(echo "100 * $refused / ($total + ($total == 0))" | bc -l)" "$other" "$done_n" "$failed" "$N"
+	printf '  client counted %s rate-limited; its pace at the end: %s/min (the limit: %d/min)\n' \
+		"$(field rate_limited "$dir")" "$(field rpm "$dir")" "$((RATE * 60))"
+	if [[ $code != 0 ]]; then
+		worst=1
+		echo "  llmbatch failed; the end of its log:" && tail -n 3 "$dir/client.log" | sed 's/^/    /'
+	fi
+}
+
+# field NAME DIR prints the first number named NAME in DIR's --report, or "?".
+field() {
+	local v
+	v=$(grep -o "\"$1\": *[0-9]*" "$2/report.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$') || v=
+	echo "${v:-?}"
+}
+
+install_nginx
+nginx_bin=$(find_nginx)
+export PATH=$PATH:/usr/local/go/bin
+(cd "$root" && go build -o "$work/llmbatch" .)
+bin=$work/llmbatch
+. "$root/bench/lib.sh"
+
+awk -v n="$N" 'BEGIN {
+	srand(1)
+	split("the of and to in is that for it as with was on be by at this from or an are which", w, " ")
+	for (i = 1; i <= n; i++) {
+		size = 50 + int(rand() * 351)
+		s = "item " i
+		while (length(s) < size) s = s " " w[1 + int(rand() * 22)]
+		printf "{\"id\":\"n-%d\",\"prompt\":\"%s\"}\n", i, substr(s, 1, size)
+	}
+}' >"$work/in.jsonl"
+
+start_mock --latency "$LATENCY"
+mockaddr=${url#http://}
+mockaddr=${mockaddr%/v1}
+
+printf 'nginx %s limit_req: rate=%dr/s burst=%d nodelay, 429 page, no hints; mock latency %s; N=%d, -j %d\n' \
+	"$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')" "$RATE" "$BURST" "$LATENCY" "$N" "$J"
+[[ $MODE != told ]] && run untold
+[[ $MODE != untold ]] && run told --rpm "$CLIENT_RPM"
+exit "$worst"
