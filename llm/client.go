@@ -201,8 +201,8 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 	waitCtx, cancel := drainContext(ctx, req.Drain)
 	defer cancel()
 	var last *APIError
-	tries := 0           // attempts that count against MaxAttempts
-	before := time.Now() // the previous attempt went (or the request began)
+	tries := 0 // attempts that count against MaxAttempts
+	began := time.Now()
 	for n := 1; ; n++ {
 		if err := c.health.broken(c.cfg.BreakAfter); err != nil {
 			return nil, n - 1, err
@@ -244,10 +244,16 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if !errors.As(err, &last) || !last.Kind.Retryable() {
 			return nil, n, err
 		}
-		if last.Kind != RateLimited || !c.health.gotThrough(before) {
+		// A 429 counts only if nothing got through in the last minute (since
+		// the request began, if later): the pause a 429 sets holds the other
+		// requests too, so a shorter look would miss them.
+		since := sent.Add(-time.Minute)
+		if since.Before(began) {
+			since = began
+		}
+		if last.Kind != RateLimited || !c.health.gotThrough(since) {
 			tries++
 		}
-		before = sent
 		if tries >= c.cfg.MaxAttempts || n >= c.maxAttempts() {
 			return nil, n, err
 		}
