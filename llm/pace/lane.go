@@ -54,11 +54,11 @@ func newLane(l *Limiter, model string) *lane {
 
 // acquire waits for the pause, room in the server's windows, a slot and
 // the paces, in that order, and sends. (No slot is held while a request
-// waits for room: the one whose room is kept must find one free.) A pause that begins meanwhile, or
-// room taken by another, sends it round again: requests held by a pause
-// take their paces after it, so they leave it spread out.
+// waits for room: the one whose room is kept must find one free.) A pause
+// that begins meanwhile, or room taken by another, sends it round again.
 func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 	t := &turn{tokens: float64(n), start: ln.l.now()}
+	paid := false // its turn at the paces is taken
 	for {
 		err := ln.waitPause(ctx)
 		if err == nil {
@@ -67,10 +67,11 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		if err == nil {
 			err = ln.takeSlot(ctx)
 		}
-		if err == nil {
+		if err == nil && !paid {
 			if err = ln.takePaces(ctx, n, t.start); err != nil {
 				ln.releaseSlot()
 			}
+			paid = err == nil
 		}
 		if err != nil {
 			ln.mu.Lock()
@@ -78,10 +79,15 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 			ln.mu.Unlock()
 			return nil, err
 		}
-		if p := ln.send(t); p != nil {
+		p, paused := ln.send(t)
+		if p != nil {
 			return p, nil
 		}
 		ln.releaseSlot()
+		// Room taken meanwhile: wait for it again, the turn kept. A pause
+		// begun meanwhile: a fresh turn after it, so that those it held
+		// leave spread out.
+		paid = paid && !paused
 	}
 }
 
@@ -194,20 +200,23 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	return okR && okT, max(dR, dT)
 }
 
-// send lets t go, counted, unless a pause began or its room went while it
-// waited for the paces.
-func (ln *lane) send(t *turn) *Permit {
+// send lets t go, counted, unless a pause began (paused) or its room went
+// while it waited for the paces.
+func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
 	now := ln.l.now()
-	if ok, _ := ln.fits(now, t); !ok || ln.until.After(now) {
-		return nil
+	if ln.until.After(now) {
+		return nil, true
+	}
+	if ok, _ := ln.fits(now, t); !ok {
+		return nil, false
 	}
 	ln.unkeep(t)
 	ln.req.sent(now, 1)
 	ln.tok.sent(now, t.tokens)
 	return &Permit{lane: ln, tokens: t.tokens, sent: now, inFlight: ln.gate.inFlight,
-		seqReq: ln.req.count, seqTok: ln.tok.count}
+		seqReq: ln.req.count, seqTok: ln.tok.count}, false
 }
 
 // tick lets the policies judge what time has shown. ln.mu is held.

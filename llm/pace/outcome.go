@@ -110,12 +110,12 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 }
 
 // contradicted reports whether the answer claims a window is spent that
-// the lane's own count of what it sent says is not (see spentClaim): the
-// claim is then not believed. For a refusal, the window it was about is
+// the lane's own count of what it sent over the window's period as known
+// so far says is not (see spentClaim): the claim is then not believed. For a refusal, the window it was about is
 // weighed; for any other answer, either. ln.mu is held.
 func (ln *lane) contradicted(o Outcome, now time.Time) bool {
-	req := spentClaim(o.Requests, ln.req.win.most, ln.req.own.sum(now))
-	tok := spentClaim(o.TokenWindow, ln.tok.win.most, ln.tok.own.sum(now))
+	req := spentClaim(o.Requests, ln.req.win.most, ln.req.own.sum(now, ln.req.win.period))
+	tok := spentClaim(o.TokenWindow, ln.tok.win.most, ln.tok.own.sum(now, ln.tok.win.period))
 	switch {
 	case o.Result != Refused:
 		return req || tok
@@ -140,11 +140,17 @@ func (h *history) add(now time.Time, n float64) {
 	h.secs[i] += n
 }
 
-// sum returns what was sent in the last 64 seconds.
-func (h *history) sum(now time.Time) float64 {
+// sum returns what was sent over the last period (the whole 64 seconds
+// for 0 or more), counted in whole seconds and a second more, so that a
+// window that began in the last second's slot is all in.
+func (h *history) sum(now time.Time, period time.Duration) float64 {
+	span := int64(len(h.secs))
+	if period > 0 {
+		span = min(span, int64((period+time.Second-1)/time.Second)+1)
+	}
 	s, total := now.Unix(), 0.0
 	for i, st := range h.stamp {
-		if s-st < int64(len(h.secs)) {
+		if s-st < span {
 			total += h.secs[i]
 		}
 	}

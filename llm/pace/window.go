@@ -65,7 +65,7 @@ func (w *window) judge(r Reading, sentAt time.Time) {
 	then := w.reset.Sub(w.at) - w.guard()
 	asBucket := time.Duration(float64(then) * used / usedThen)
 	asWall := then - sentAt.Sub(w.at)
-	if d := asBucket - asWall; d < 50*time.Millisecond && d > -50*time.Millisecond {
+	if d := asBucket - asWall; d < 20*time.Millisecond && d > -20*time.Millisecond {
 		return // too near to tell
 	}
 	if (r.Reset - asBucket).Abs() < (r.Reset - asWall).Abs() {
@@ -126,7 +126,7 @@ func (w *window) renew(now time.Time, count float64) {
 // spentClaim reports whether r says the window is spent although the
 // lane's own count contradicts it: it sent less than a quarter of what the
 // reading says was used (of the limit, or of the most ever said to be
-// left, most) over the last minute or so, sentOwn. A claim the client
+// left, most) in the window's time, sentOwn. A claim the client
 // cannot check (no size known) is believed.
 func spentClaim(r Reading, most int, sentOwn float64) bool {
 	size := max(r.Limit, most)
