@@ -31,7 +31,8 @@ func NewLimiter(rpm, tpm int) *Limiter { return pace.New(pace.Config{RPM: rpm, T
 func NewLimiterConfig(cfg LimiterConfig) *Limiter { return pace.New(cfg) }
 
 // outcome is what the limiter is told of an attempt: err is nil on
-// success; h is the response's header, nil when none arrived.
+// success; h is the response's header, nil when none arrived; now is when
+// it arrived.
 func outcome(h http.Header, err *APIError, keyed bool, now time.Time) pace.Outcome {
 	o := pace.Outcome{Result: pace.Admitted, Keyed: keyed}
 	switch {
@@ -41,20 +42,23 @@ func outcome(h http.Header, err *APIError, keyed bool, now time.Time) pace.Outco
 		return pace.Outcome{Result: pace.Lost}
 	}
 	if h != nil {
-		o.Requests, o.TokenWindow = reading(h, "requests", now), reading(h, "tokens", now)
+		lim := parseLimits(h, nil, now)
+		o.Requests, o.TokenWindow = reading(lim.Requests), reading(lim.Tokens)
 	}
 	return o
 }
 
-// reading reads OpenAI's x-ratelimit-limit/remaining/reset-<what> headers.
-func reading(h http.Header, what string, now time.Time) pace.Reading {
-	left, okLeft := headerInt(h, "x-ratelimit-remaining-"+what)
-	reset, okReset := parseReset(h.Get("x-ratelimit-reset-"+what), now)
-	if !okLeft || !okReset {
+// reading turns what a response said of one window, in any header style
+// parseLimits reads, into the limiter's terms. Its reset is counted from
+// when the request was sent: servers work their headers out when they
+// admit a request, before the answer is generated, so counting from the
+// answer's arrival would be late by the whole generation.
+func reading(l limitInfo) pace.Reading {
+	if !l.Told || l.Reset <= 0 {
 		return pace.Reading{}
 	}
-	limit, _ := headerInt(h, "x-ratelimit-limit-"+what)
-	return pace.Reading{Told: true, Limit: max(limit, 0), Left: max(left, 0), Reset: reset}
+	return pace.Reading{Told: true, Limit: max(l.Limit, 0), Left: max(l.Remaining, 0), Reset: l.Reset,
+		Window: l.Window}
 }
 
 func headerInt(h http.Header, key string) (int, bool) {

@@ -9,6 +9,10 @@ type Reading struct {
 	Limit int           // the window's size; 0: not said
 	Left  int           // what is left of it, the request that got this answer counted
 	Reset time.Duration // until it resets (a bucket: until it is full again), from when the request was sent
+	Window time.Duration // the window's length, when told; 0 otherwise
+	// Whether the reset ends a wall or fills a bucket, the tracker tells
+	// by how resets move: header styles that speak of buckets (OpenAI's)
+	// are sent by fixed windows too.
 }
 
 // A window is the tracker of one of the server's windows: what the newest
@@ -49,7 +53,12 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	}
 	w.most = max(w.most, r.Left)
 	w.judge(r, sentAt)
-	w.period = max(w.period, r.Reset)
+	w.period = max(w.period, r.Reset, r.Window)
+	if w.refill == 0 && !w.reset.IsZero() && now.Before(w.reset) && reset.After(w.reset) && reset.Sub(w.reset) < w.period/2 {
+		// The same wall, its reset given in whole seconds (Kong, IETF):
+		// each reading bounds it from above; the earliest is the nearest.
+		reset = w.reset
+	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
 }
 
