@@ -5,10 +5,10 @@ import "time"
 // A Reading is what one response's headers say of one of the server's
 // windows (of requests or of tokens).
 type Reading struct {
-	Told  bool          // the response gave Left and Reset
-	Limit int           // the window's size; 0: not said
-	Left  int           // what is left of it, the request that got this answer counted
-	Reset time.Duration // until it resets (a bucket: until it is full again), from when the request was sent
+	Told   bool          // the response gave Left and Reset
+	Limit  int           // the window's size; 0: not said
+	Left   int           // what is left of it, the request that got this answer counted
+	Reset  time.Duration // until it resets (a bucket: until it is full again), from when the request was sent
 	Window time.Duration // the window's length, when told; 0 otherwise
 	// Whether the reset ends a wall or fills a bucket, the tracker tells
 	// by how resets move: header styles that speak of buckets (OpenAI's)

@@ -45,7 +45,7 @@ func TestWindowRoom(t *testing.T) {
 		{"a wall: nothing before its reset",
 			[]read{{Reading{Told: true, Limit: 1000, Left: 800, Reset: 10 * time.Second}, 0, 10 * time.Millisecond, 200},
 				{Reading{Told: true, Limit: 1000, Left: 0, Reset: 9 * time.Second}, time.Second, 1010 * time.Millisecond, 1000}},
-			1100 * time.Millisecond, 1000, 100, 0, false, 8950 * time.Millisecond},
+			1100 * time.Millisecond, 1000, 100, 0, false, 8900 * time.Millisecond},
 		{"a bucket: its reset is the time to full, and it refills as it goes",
 			[]read{{Reading{Told: true, Limit: 1000, Left: 800, Reset: 2 * time.Second}, 0, 10 * time.Millisecond, 200},
 				{Reading{Told: true, Limit: 1000, Left: 0, Reset: 10 * time.Second}, time.Second, 1010 * time.Millisecond, 1200}},
