@@ -2,9 +2,9 @@
 // limits it is told or must find, each model in a lane of its own.
 //
 // A request goes through its lane in five steps (see [Limiter.Acquire]): it
-// waits out the shared pause that a request-429 sets; takes a slot of the
-// concurrency gate; waits until it fits what the server's windows have left
-// (the newest header reading less what was sent since); takes its turn at
+// waits out the shared pause that a request-429 sets; waits until it fits
+// what the server's windows have left (the newest header reading, less what
+// was sent since); takes a slot of the concurrency gate; takes its turn at
 // the request pace and its tokens at the token pace (golang.org/x/time/rate);
 // and goes. Its [Permit.Done] tells the lane what came of it, and the policy
 // (the estimator: a pure state machine fed sent, admitted and refused, with
