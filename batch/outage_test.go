@@ -82,9 +82,9 @@ func TestRunOutageLeavesItemsForTheRerun(t *testing.T) {
 	}))
 	j := newJob(t, mock.New(mock.Config{}), prompts(n)...)
 	outage := func(c *Config) {
-		lim := llm.NewLimiterConfig(llm.LimiterConfig{BreakAfter: breakAfter})
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{})
 		// Attempts run out in 3x30 ms, well before the breaker trips.
-		cl, err := llm.New(llm.Config{BaseURL: fs.url() + "/v1", Limiter: lim, MaxAttempts: 4,
+		cl, err := llm.New(llm.Config{BaseURL: fs.url() + "/v1", Limiter: lim, BreakAfter: breakAfter, MaxAttempts: 4,
 			Backoff: func(int) time.Duration { return 30 * time.Millisecond }, Timeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)

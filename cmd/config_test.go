@@ -181,10 +181,10 @@ func TestBuildConfigs(t *testing.T) {
 		t.Errorf("batch.Config = %+v", b)
 	}
 	if l.BaseURL != "https://api.deepseek.com/v1" || l.APIKeys[0] != "k" || l.Timeout != 15*time.Minute ||
-		l.MaxAttempts != 3 || l.Concurrency != 8 || l.Backoff == nil {
+		l.MaxAttempts != 3 || l.Concurrency != 8 || l.Backoff == nil || l.BreakAfter != 30*time.Second {
 		t.Errorf("llm.Config = %+v", l)
 	}
-	if lim.RPM != 500 || lim.TPM != 9000 || lim.Concurrency != 8 || lim.Adapt || lim.BreakAfter != 30*time.Second || lim.Margin != 0.03 {
+	if lim.RPM != 500 || lim.TPM != 9000 || lim.Concurrency != 8 || lim.Adapt || lim.Margin != 0.03 {
 		t.Errorf("limiter config = %+v", lim)
 	}
 }

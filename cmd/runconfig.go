@@ -127,7 +127,7 @@ func buildConfigs(opts *RunOptions, in io.Reader, ep endpoint, log *slog.Logger)
 	rc.llm = llm.Config{
 		BaseURL: ep.baseURL, APIKeys: ep.keys, Timeout: opts.Timeout, ConnectTimeout: opts.ConnectTimeout,
 		Concurrency: opts.Concurrency, MaxAttempts: opts.MaxAttempts, Backoff: llm.FullJitter(opts.BaseDelay, opts.MaxDelay),
-		UserAgent: "llmbatch/" + Version, Logger: log,
+		BreakAfter: opts.BreakAfter, UserAgent: "llmbatch/" + Version, Logger: log,
 	}
 	return rc, nil
 }
@@ -136,5 +136,5 @@ func buildConfigs(opts *RunOptions, in io.Reader, ep endpoint, log *slog.Logger)
 // ones when --adapt.
 func limiterConfig(opts *RunOptions, log *slog.Logger) llm.LimiterConfig {
 	return llm.LimiterConfig{RPM: opts.RPM, TPM: opts.TPM, Concurrency: opts.Concurrency,
-		Adapt: opts.Adapt, Margin: 0.03, BreakAfter: opts.BreakAfter, Logger: log}
+		Adapt: opts.Adapt, Margin: 0.03, Logger: log}
 }

@@ -36,6 +36,7 @@ type Config struct {
 	MaxAttempts    int           // attempts per request, the first included; default 6
 	Backoff        Backoff       // wait before a retry with no server hint; default FullJitter(1s, 60s)
 	Limiter        *Limiter      // shared pacing; nil for none
+	BreakAfter     time.Duration // stop (Kind Unavailable) when every attempt has failed transiently for this long; 0: never
 	HTTPClient     HTTPClient    // default: a tuned *http.Client that keeps the key from other hosts on redirects
 	UserAgent      string        // default "llmbatch"
 	Logger         *slog.Logger  // retry decisions at debug level; default discards
@@ -53,6 +54,7 @@ type Client struct {
 	stats    stats
 	secrets  []secret // the key and the base URL's credentials, hidden from errors (see scrub)
 	keys     *keyRing // several keys in rotation; nil with one or none
+	health   health   // the circuit breaker's count, and when a request last got through
 }
 
 // New validates cfg and returns a client.
@@ -179,158 +181,6 @@ type Response struct {
 
 // Content returns the text of the first choice.
 func (r *Response) Content() string { return TextContent(r.Chat.Choices[0].Message.Content) }
-
-// Do sends req until it succeeds, fails in a way that retrying cannot help,
-// or runs out of attempts. It returns the number of attempts made with:
-//   - (resp, n, nil) on success;
-//   - (nil, n, *APIError) when the last attempt failed;
-//   - (nil, n, ctx.Err()) when ctx ended;
-//   - (nil, n, err) with errors.Is(err, ErrStopped) when req.Drain (or the
-//     limiter) was closed before the next attempt could be sent; err also wraps the
-//     last attempt's *APIError, if there was one, so check ErrStopped first.
-//
-// Every attempt, retries included, waits for the limiter first. A 429 pauses
-// the whole limiter, not only this request, even when it is not retried.
-func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
-	waitCtx, cancel := drainContext(ctx, req.Drain)
-	defer cancel()
-	var last *APIError
-	for n := 1; ; n++ {
-		// The key first: waiting for a resting key must not hold a permit,
-		// or every waiter would go at once when the key is back.
-		ki, key, err := c.pickKey(waitCtx)
-		if err != nil {
-			return nil, n - 1, stopped(drained(ctx, err), last)
-		}
-		p, err := c.cfg.Limiter.acquire(waitCtx, req.Model, req.Tokens)
-		if err == nil && waitCtx.Err() != nil { // drained as the permit came
-			p.release()
-			err = waitCtx.Err()
-		}
-		if err != nil {
-			return nil, n - 1, stopped(drained(ctx, err), last)
-		}
-		if p != nil {
-			p.keyed = ki >= 0
-		}
-		c.stats.attempts.Add(1)
-		resp, err := c.attempt(ctx, req.Body, key)
-		if ae := (*APIError)(nil); errors.As(err, &ae) {
-			ae.settle(req.Tokens)
-		}
-		c.report(p, resp, err)
-		if err == nil {
-			return resp, n, nil
-		}
-		if ctx.Err() != nil {
-			return nil, n, ctx.Err()
-		}
-		if errors.As(err, &last) && ki >= 0 && c.keyFailed(ki, last) {
-			// A refused key is dropped (no more than once a key), a busy one
-			// rests; another key takes the next attempt at once.
-			if last.Kind != RateLimited || n < c.cfg.MaxAttempts {
-				continue
-			}
-		}
-		if !errors.As(err, &last) || !last.Kind.Retryable() {
-			return nil, n, err
-		}
-		d := c.delay(n, last)
-		if last.Kind == RateLimited && !last.tokenLimit && ki < 0 && c.cfg.Limiter != nil {
-			c.cfg.Limiter.lane(req.Model).pause(d) // every worker of this model waits
-		}
-		if n >= c.cfg.MaxAttempts {
-			return nil, n, err
-		}
-		c.stats.retried(last, d)
-		source := "backoff"
-		if last.RetryAfter > 0 {
-			source = last.hintFrom
-		}
-		c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
-			"kind", last.Kind.String(), "delay", d, "source", source)
-		if err := c.wait(waitCtx, d, last); err != nil {
-			return nil, n, stopped(drained(ctx, err), last)
-		}
-	}
-}
-
-// report tells the limiter how an attempt went.
-func (c *Client) report(p *permit, resp *Response, err error) {
-	var ae *APIError
-	switch {
-	case err == nil:
-		p.done(resp.Header, nil)
-	case errors.As(err, &ae):
-		if ae.Kind == RateLimited {
-			c.stats.limited.Add(1)
-		}
-		p.done(ae.header, ae)
-	default: // the caller's context ended: say nothing of the server
-		p.release()
-	}
-}
-
-// drainContext returns a context for the waits of one request: it ends
-// with ctx, or when drain is closed. The goroutine that watches drain ends
-// when cancel is called, before Do returns.
-func drainContext(ctx context.Context, drain <-chan struct{}) (context.Context, context.CancelFunc) {
-	if drain == nil {
-		return ctx, func() {}
-	}
-	wctx, cancel := context.WithCancelCause(ctx)
-	select {
-	case <-drain:
-		cancel(ErrStopped)
-		return wctx, func() {}
-	default:
-	}
-	go func() {
-		select {
-		case <-drain:
-			cancel(ErrStopped)
-		case <-wctx.Done():
-		}
-	}()
-	return wctx, func() { cancel(nil) }
-}
-
-// drained turns the end of a wait that the drain, not ctx, caused into
-// ErrStopped.
-func drained(ctx context.Context, err error) error {
-	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
-		return ErrStopped
-	}
-	return err
-}
-
-// stopped adds the last attempt's error to ErrStopped, so that the reason
-// the request had not yet succeeded is not lost.
-func stopped(err error, last *APIError) error {
-	if last == nil || !errors.Is(err, ErrStopped) {
-		return err
-	}
-	return fmt.Errorf("%w (last error: %w)", err, last)
-}
-
-// delay returns how long to wait before retrying after attempt n failed: the
-// server's hint when there is one (never cut short), the backoff otherwise.
-func (c *Client) delay(n int, ae *APIError) time.Duration {
-	d := ae.RetryAfter
-	if d <= 0 {
-		d = c.cfg.Backoff(n)
-	}
-	return d
-}
-
-// wait sleeps for d before a retry. After a rate limit the closed gate of
-// the limiter does the waiting, in the next Wait.
-func (c *Client) wait(ctx context.Context, d time.Duration, ae *APIError) error {
-	if ae.Kind == RateLimited && !ae.tokenLimit && c.cfg.Limiter != nil {
-		return nil // the lane's gate holds every request of the model
-	}
-	return sleep(ctx, d, c.cfg.Limiter.Done())
-}
 
 // attempt makes one HTTP exchange under the per-attempt timeout, which
 // covers reading the whole body.

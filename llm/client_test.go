@@ -327,43 +327,37 @@ func TestClientContext(t *testing.T) {
 	})
 }
 
-// TestClientLimiterClosed checks that a limiter closed between attempts
-// stops the retries with ErrStopped, keeping the last error.
-func TestClientLimiterClosed(t *testing.T) {
+// TestClientDrainedBetweenAttempts checks that a request drained between
+// attempts, whatever it waits for, stops with ErrStopped keeping the last
+// error.
+func TestClientDrainedBetweenAttempts(t *testing.T) {
 	tests := []struct {
 		name    string
 		status  int
 		backoff time.Duration
 	}{
 		{"during the backoff", 500, time.Hour},
-		{"before the next Wait", 500, 0},
-		{"at the gate after a 429", 429, time.Hour},
+		{"before the next Acquire", 500, 0},
+		{"at the lane's pause after a 429", 429, time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lim := NewLimiter(0, 0)
-			s := scripted(t, reply{status: tt.status, before: lim.Close})
+			drain := make(chan struct{})
+			s := scripted(t, reply{status: tt.status, header: map[string]string{"Retry-After": "3600"}, before: func() { close(drain) }})
 			c := newTestClient(t, s.URL(), func(c *Config) {
-				c.Limiter, c.Backoff = lim, func(int) time.Duration { return tt.backoff }
+				c.Limiter, c.Backoff = NewLimiterConfig(LimiterConfig{Adapt: true}), func(int) time.Duration { return tt.backoff }
 			})
-			_, n, err := c.Do(t.Context(), testRequest())
+			req := testRequest()
+			req.Drain = drain
+			_, n, err := c.Do(t.Context(), req)
 			checkNoKey(t, err)
 			var ae *APIError
 			if !errors.Is(err, ErrStopped) || !errors.As(err, &ae) || ae.Status != tt.status || n != 1 {
-				t.Errorf("Do() with the limiter closed after a %d = %d attempts, %v; want 1, ErrStopped wrapping the %d",
+				t.Errorf("Do() drained after a %d = %d attempts, %v; want 1, ErrStopped wrapping the %d",
 					tt.status, n, err, tt.status)
 			}
 		})
 	}
-	t.Run("before the first attempt", func(t *testing.T) {
-		lim := NewLimiter(0, 0)
-		lim.Close()
-		s := scripted(t)
-		_, n, err := newTestClient(t, s.URL(), func(c *Config) { c.Limiter = lim }).Do(t.Context(), testRequest())
-		if err != ErrStopped || n != 0 {
-			t.Errorf("Do() with a closed limiter = %d attempts, %v; want 0, ErrStopped", n, err)
-		}
-	})
 }
 
 func TestNew(t *testing.T) {

@@ -102,7 +102,7 @@ func (c *Client) pickKey(ctx context.Context) (int, string, error) {
 		case wait <= 0:
 			return i, key, nil
 		}
-		if err := sleep(ctx, wait, c.cfg.Limiter.Done()); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return -1, "", err
 		}
 	}

@@ -17,8 +17,10 @@ import (
 )
 
 // A request bigger than the server's whole token window, among small ones
-// that keep coming, goes at the next reset: the server admits it into an
-// empty window, and the client keeps one for it.
+// that keep coming, goes within a bounded time: the server admits it into
+// an empty window, and once its patience (a window's period) is over the
+// client keeps the next one for it. The bound: the rest of the window it
+// came in, its patience, the window kept, and the answer's latency.
 func TestOversizedRequestAmongSmallOnes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := mock.New(mock.Config{TPM: 1000, Window: time.Second, Latency: 300 * time.Millisecond})
@@ -45,8 +47,8 @@ func TestOversizedRequestAmongSmallOnes(t *testing.T) {
 		if err := do(6000); err != nil { // 1500 tokens
 			t.Errorf("the big request: %v", err)
 		}
-		if took := time.Since(start); took > 2*time.Second {
-			t.Errorf("the big request took %v, want it in the next window (under 2s)", took)
+		if took := time.Since(start); took > 3500*time.Millisecond {
+			t.Errorf("the big request took %v, want it within 3.5s (1s windows, 0.3s latency)", took)
 		}
 		cancel()
 		wg.Wait()
@@ -94,7 +96,7 @@ func (s *hostileHeaders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // figures are read as well as they can be and never hold requests for good.
 // (The limits of one request or one token a window that these headers
 // sometimes claim make it slow, and the odd 429 lowers the token rate to
-// what got through: 10 to 30 minutes of fake time.)
+// what got through: 20 minutes to 2.5 hours of fake time.)
 func TestHostileLimitHeaders(t *testing.T) {
 	for seed := range uint64(5) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
@@ -105,7 +107,7 @@ func TestHostileLimitHeaders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Hour)
 				defer cancel()
 				start := time.Now()
 				var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package llm
+package pace
 
 import (
 	"context"
@@ -29,11 +29,11 @@ func TestLimiterRPM(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := NewLimiter(tt.rpm, 0)
+				l := newLimiter(tt.rpm, 0)
 				start := time.Now()
 				var prev time.Duration
 				for i := range tt.n {
-					if err := l.Wait(t.Context(), 1); err != nil {
+					if err := wait(l, t.Context(), 1); err != nil {
 						t.Fatalf("Wait #%d = %v, want nil", i+1, err)
 					}
 					at := time.Since(start)
@@ -71,10 +71,10 @@ func TestLimiterTPM(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := NewLimiter(0, tt.tpm)
+				l := newLimiter(0, tt.tpm)
 				start := time.Now()
 				for i, n := range tt.tokens {
-					if err := l.Wait(t.Context(), n); err != nil {
+					if err := wait(l, t.Context(), n); err != nil {
 						t.Fatalf("Wait(ctx, %d) #%d = %v, want nil", n, i+1, err)
 					}
 					if at := time.Since(start); !near(at, tt.want[i]) {
@@ -94,7 +94,7 @@ func waiters(ctx context.Context, l *Limiter, n int) func() ([]time.Duration, []
 	start := time.Now()
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = l.Wait(ctx, 1)
+			errs[i] = wait(l, ctx, 1)
 			took[i] = time.Since(start)
 		})
 	}
@@ -115,12 +115,12 @@ func TestLimiterPause(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := NewLimiter(0, 0)
-				l.Pause(tt.pauses[0])
+				l := newLimiter(0, 0)
+				l.Pause("", tt.pauses[0])
 				collect := waiters(t.Context(), l, 5)
 				for _, d := range tt.pauses[1:] {
 					time.Sleep(time.Second)
-					l.Pause(d)
+					l.Pause("", d)
 				}
 				took, errs := collect()
 				for i := range took {
@@ -137,13 +137,13 @@ func TestLimiterPause(t *testing.T) {
 // sleeps for its turn at the rate holds that Wait too.
 func TestLimiterPauseWhileTaking(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLimiter(60, 0) // one a second, burst 1
-		if err := l.Wait(t.Context(), 1); err != nil {
+		l := newLimiter(60, 0) // one a second, burst 1
+		if err := wait(l, t.Context(), 1); err != nil {
 			t.Fatalf("first Wait = %v, want nil", err)
 		}
 		collect := waiters(t.Context(), l, 1) // its turn would come at 1s
 		time.Sleep(500 * time.Millisecond)
-		l.Pause(10 * time.Second)
+		l.Pause("", 10*time.Second)
 		took, errs := collect()
 		if errs[0] != nil || took[0] < 10500*time.Millisecond {
 			t.Errorf("Wait during Pause(10s) at 0.5s = %v after %v, want nil after at least 10.5s", errs[0], took[0])
@@ -155,8 +155,8 @@ func TestLimiterPauseWhileTaking(t *testing.T) {
 // the request rate, not all at once.
 func TestLimiterPauseSpreads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLimiter(60, 0)
-		l.Pause(10 * time.Second)
+		l := newLimiter(60, 0)
+		l.Pause("", 10*time.Second)
 		took, errs := waiters(t.Context(), l, 3)()
 		seen := map[time.Duration]bool{}
 		for i := range took {
@@ -174,44 +174,6 @@ func TestLimiterPauseSpreads(t *testing.T) {
 	})
 }
 
-func TestLimiterClose(t *testing.T) {
-	tests := []struct {
-		name  string
-		setup func(l *Limiter) // puts the waiters to sleep
-		rpm   int
-	}{
-		{"waiting at the gate", func(l *Limiter) { l.Pause(time.Hour) }, 0},
-		{"waiting for a request", func(l *Limiter) { _ = l.Wait(context.Background(), 1) }, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				l := NewLimiter(tt.rpm, 0)
-				tt.setup(l)
-				collect := waiters(t.Context(), l, 3)
-				synctest.Wait()
-				time.Sleep(time.Second)
-				l.Close()
-				l.Close() // a second Close is harmless
-				took, errs := collect()
-				for i := range errs {
-					if !errors.Is(errs[i], ErrStopped) || took[i] != time.Second {
-						t.Errorf("Wait #%d = %v after %v, want ErrStopped after 1s", i+1, errs[i], took[i])
-					}
-				}
-				if err := l.Wait(t.Context(), 1); !errors.Is(err, ErrStopped) {
-					t.Errorf("Wait after Close = %v, want ErrStopped", err)
-				}
-				select {
-				case <-l.Done():
-				default:
-					t.Errorf("Done() after Close is not closed")
-				}
-			})
-		})
-	}
-}
-
 func TestLimiterContext(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -225,9 +187,9 @@ func TestLimiterContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := NewLimiter(tt.rpm, 0)
-				_ = l.Wait(t.Context(), 1) // spends the burst
-				l.Pause(tt.pause)
+				l := newLimiter(tt.rpm, 0)
+				_ = wait(l, t.Context(), 1) // spends the burst
+				l.Pause("", tt.pause)
 				ctx, cancel := context.WithCancel(t.Context())
 				if tt.pause == 0 && tt.rpm == 0 {
 					cancel() // nothing would block: cancel up front
@@ -250,15 +212,15 @@ func TestLimiterContext(t *testing.T) {
 // at the rate to the next one.
 func TestLimiterCancelReturnsTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLimiter(60, 0)
-		_ = l.Wait(t.Context(), 1)
+		l := newLimiter(60, 0)
+		_ = wait(l, t.Context(), 1)
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
-		if err := l.Wait(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		if err := wait(l, ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Wait with a 0.5s deadline at 60 rpm = %v, want context.DeadlineExceeded", err)
 		}
 		start := time.Now()
-		if err := l.Wait(t.Context(), 1); err != nil || !near(time.Since(start), 500*time.Millisecond) {
+		if err := wait(l, t.Context(), 1); err != nil || !near(time.Since(start), 500*time.Millisecond) {
 			t.Errorf("next Wait = %v after %v, want nil after 0.5s (at 1s, the turn given up)", err, time.Since(start))
 		}
 	})
@@ -266,17 +228,26 @@ func TestLimiterCancelReturnsTurn(t *testing.T) {
 
 func TestNilLimiter(t *testing.T) {
 	var l *Limiter
-	l.Pause(time.Hour)
-	l.Close()
-	if err := l.Wait(t.Context(), 1e9); err != nil {
-		t.Errorf("(*Limiter)(nil).Wait(ctx, 1e9) = %v, want nil", err)
+	l.Pause("", time.Hour)
+	if err := wait(l, t.Context(), 1e9); err != nil {
+		t.Errorf("(*Limiter)(nil).Acquire(ctx, 1e9) = %v, want nil", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := l.Wait(ctx, 1); !errors.Is(err, context.Canceled) {
-		t.Errorf("(*Limiter)(nil).Wait(cancelled, 1) = %v, want context.Canceled", err)
+	if err := wait(l, ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("(*Limiter)(nil).Acquire(cancelled, 1) = %v, want context.Canceled", err)
 	}
-	if l.Done() != nil {
-		t.Errorf("(*Limiter)(nil).Done() = %v, want nil", l.Done())
+	if rpm, tpm := l.Effective("m"); rpm != 0 || tpm != 0 || l.Models() != nil {
+		t.Errorf("(*Limiter)(nil) has limits %v, %v and models %v, want none", rpm, tpm, l.Models())
 	}
+}
+
+// newLimiter returns a limiter of rpm and tpm that learns nothing.
+func newLimiter(rpm, tpm int) *Limiter { return New(Config{RPM: rpm, TPM: tpm}) }
+
+// wait acquires a permit of tokens for the default model and gives it back.
+func wait(l *Limiter, ctx context.Context, tokens int) error {
+	p, err := l.Acquire(ctx, "", tokens)
+	p.Release()
+	return err
 }

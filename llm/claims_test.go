@@ -1,0 +1,144 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmbatch/llmbatch/llm"
+)
+
+// falseClaims answers at once; one request in ten gets a 429 whose headers
+// claim the token window is spent for 6 minutes, with Retry-After: 1.
+type falseClaims struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (s *falseClaims) Do(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	s.mu.Lock()
+	refuse := s.rng.IntN(10) == 0
+	s.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	h := http.Header{}
+	h.Set("x-ratelimit-limit-tokens", "1000000")
+	h.Set("x-ratelimit-reset-tokens", "6m0s")
+	if !refuse {
+		h.Set("x-ratelimit-remaining-tokens", "999000")
+		return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(
+			`{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))}, nil
+	}
+	h.Set("x-ratelimit-remaining-tokens", "0")
+	h.Set("Retry-After", "1")
+	return &http.Response{StatusCode: 429, Header: h, Body: io.NopCloser(strings.NewReader(
+		`{"error":{"message":"Rate limit reached on tokens per min (TPM)","code":"rate_limit_exceeded"}}`))}, nil
+}
+
+// TestFalseSpentClaimCostsItsRetryAfter: a claim that the token window is
+// spent for 6 minutes, which the client's own count contradicts (it sent a
+// fraction of the stated limit), costs the refused request its Retry-After
+// and no more: the run does not wait for the claimed reset, and its pace
+// is not cut.
+func TestFalseSpentClaimCostsItsRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{Adapt: true, Concurrency: 32, Margin: 0.03})
+		c, err := llm.New(llm.Config{BaseURL: "http://mock/v1", HTTPClient: &falseClaims{rng: rand.New(rand.NewPCG(1, 2))},
+			Limiter: lim, MaxAttempts: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 600
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range 32 {
+			wg.Go(func() {
+				for i := next.Add(1); i <= n; i = next.Add(1) {
+					body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"item %d"}]}`, i)
+					if _, _, err := c.Do(context.Background(), &llm.Request{Model: "m", Body: []byte(body), Tokens: 10}); err != nil {
+						t.Errorf("item %d: %v", i, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		// Unhindered: 600 answers of 20ms over 32 workers, about 0.4s, and
+		// a refused request's second of waiting (or a few, in a row).
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("600 tiny requests against false 6-minute claims took %v, want a few seconds", took)
+		}
+		if _, tpm := lim.Effective("m"); tpm != 0 {
+			t.Errorf("the token pace after false claims is %v a minute, want none learned", tpm)
+		}
+	})
+}
+
+// busyForOne refuses every attempt of one request (429 with a short
+// Retry-After) for its first refusals, while it admits all the others.
+type busyForOne struct {
+	mu       sync.Mutex
+	refusals int // left to give the "slow" request
+}
+
+func (s *busyForOne) Do(r *http.Request) (*http.Response, error) {
+	b, _ := io.ReadAll(r.Body)
+	time.Sleep(10 * time.Millisecond)
+	s.mu.Lock()
+	refuse := strings.Contains(string(b), "slow") && s.refusals > 0
+	if refuse {
+		s.refusals--
+	}
+	s.mu.Unlock()
+	if refuse {
+		return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"1"}}, Body: io.NopCloser(strings.NewReader(
+			`{"error":{"message":"Rate limit reached for requests","code":"rate_limit_exceeded"}}`))}, nil
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(
+		`{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))}, nil
+}
+
+// TestRateLimitDoesNotUseUpAttempts: a request refused with 429 ten times
+// in a row, with MaxAttempts 3, still succeeds while the server admits
+// other requests; alone, with nothing else getting through for a minute,
+// its 429s count.
+func TestRateLimitDoesNotUseUpAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &busyForOne{refusals: 10}
+		c, err := llm.New(llm.Config{BaseURL: "http://mock/v1", HTTPClient: srv, MaxAttempts: 3,
+			Limiter: llm.NewLimiterConfig(llm.LimiterConfig{Adapt: true})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { // the others, getting through meanwhile
+			for i := 0; ctx.Err() == nil; i++ {
+				c.Do(ctx, &llm.Request{Model: "m", Body: fmt.Appendf(nil, `{"n":%d}`, i)})
+			}
+		})
+		_, n, err := c.Do(context.Background(), &llm.Request{Model: "m", Body: []byte(`{"slow":1}`)})
+		cancel()
+		wg.Wait()
+		if err != nil || n != 11 {
+			t.Errorf("Do() refused 10 times while others got through = %d attempts, %v; want 11, nil", n, err)
+		}
+
+		time.Sleep(2 * time.Minute) // nothing gets through any more
+		srv.refusals = 10
+		_, n, err = c.Do(context.Background(), &llm.Request{Model: "m", Body: []byte(`{"slow":2}`)})
+		var ae *llm.APIError
+		if n != 3 || !errors.As(err, &ae) || ae.Kind != llm.RateLimited {
+			t.Errorf("Do() refused alone = %d attempts, %v; want 3 and the 429", n, err)
+		}
+	})
+}

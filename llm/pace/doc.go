@@ -1,0 +1,14 @@
+// Package pace is the client's limiter: it paces requests to a server whose
+// limits it is told or must find, each model in a lane of its own.
+//
+// A request goes through its lane in five steps (see [Limiter.Acquire]): it
+// waits out the shared pause that a request-429 sets; waits until it fits
+// what the server's windows have left (the newest header reading, less what
+// was sent since); takes a slot of the concurrency gate; takes its turn at
+// the request pace and its tokens at the token pace (golang.org/x/time/rate);
+// and goes. Its [Permit.Done] tells the lane what came of it, and the policy
+// (the estimator: a pure state machine fed sent, admitted and refused, with
+// times, sizes and hints) moves the paces: a refusal cuts to a little under
+// what was admitted, a span held without one climbs halfway back to the rate
+// last refused. Everything else is mechanism; time is read in one place.
+package pace

@@ -1,0 +1,254 @@
+package pace
+
+import (
+	"math"
+	"time"
+)
+
+// Policy constants. A refusal cuts the pace to a little under what the
+// server admitted, by a tenth at least and by three quarters at most; a span held
+// without refusal moves the pace halfway to the rate last refused; near it,
+// the pace holds for a patience of spans before it probes again.
+const (
+	cutTo         = 0.95 // of the admitted rate, after a refusal
+	cutLeast      = 0.9  // of the rate sent: a refusal always lowers the pace this much
+	cutDeep       = 0.25 // of the rate sent: never lower it more in one step
+	nearBad       = 0.97 // a pace this close under the refused rate is settled
+	firstPatience = 4    // spans held at a settled pace before the next probe, at first;
+	maxPatience   = 64   // doubling with each probe refused, up to this
+	climb         = 1.1  // a step up when no refusal is known
+	minSpan       = time.Second
+	maxSpan       = time.Minute
+	minRate       = 1.0 / 60 // a unit a minute
+	minAnswers    = 8        // answers in an epoch that make its admitted share a measure
+	minLocked     = 3        // refusals, with nothing admitted, that show a lockout
+)
+
+// An estimator decides the pace of one quantity of a lane (requests or
+// tokens, in units per second) from what happened to what was sent. It is
+// a pure state machine, in the manner of a search: good is the highest
+// rate held for a whole span without a refusal, bad the rate sent at when
+// the server last refused; the pace moves between them, and probes at bad
+// after holding near it for patience spans, which doubles with each probe
+// refused: quick while unsure, rare once settled. Time is passed in,
+// and nothing is locked: the lane owns it.
+//
+// An epoch is one pace's trial. A refusal of a request sent in the epoch
+// ends it with a cut, decided once the hold it sets is over (one cut per
+// episode: refusals of requests sent before are old news); a span without
+// one ends it with a step up, if the pace was used (raising a pace nobody
+// reached tests nothing).
+//
+// The zero value is not usable; see newEstimator.
+type estimator struct {
+	ceil  float64 // the told limit less the margin; +Inf when untold
+	floor float64 // the pace never goes under this (tokens: the longest request a minute)
+	adapt bool    // learn from refusals; if not, the pace is ceil for ever
+
+	rate     float64       // the pace now; +Inf: none
+	good     float64       // highest rate held for a span without refusal; 0: none yet
+	bad      float64       // the rate sent at when last refused; 0: none known
+	span     time.Duration // how long a pace is tried: the longest window or round trip seen
+	locked   int           // cuts in a row of epochs that admitted nothing
+	held     int           // spans held at a settled pace
+	patience int           // spans to hold a settled pace before a probe
+	probing  bool          // the pace is a probe at bad
+	cut      pending       // a refusal episode's cut, to decide when its hold is over
+	share    float64       // the share of units refused in the epoch of the last cut
+	noisy    int           // cuts in a row after which the share refused did not fall
+	ep       epoch
+}
+
+// pending is a cut to decide: when, and what was known at the refusal.
+type pending struct {
+	decideAt, at   time.Time // zero decideAt: none
+	sentRate, rate float64   // the rate sent at, and the pace, at the refusal
+}
+
+// epoch is what was sent at one pace since start, and what came of it.
+type epoch struct {
+	start             time.Time
+	sent              float64       // units sent since start
+	admitted, refused float64       // units of those answered, admitted and refused
+	answers           int           // requests answered
+	held              time.Duration // held by refusals since start, in which nothing was sent
+	judged            time.Time     // when tick last judged it
+}
+
+// newEstimator returns an estimator pacing at ceil (units per second,
+// +Inf for none) from now.
+func newEstimator(ceil float64, adapt bool, now time.Time) estimator {
+	return estimator{ceil: ceil, adapt: adapt, rate: ceil, span: minSpan, patience: firstPatience, ep: epoch{start: now}}
+}
+
+// sent counts n units sent. A pace never goes under one such a minute.
+func (e *estimator) sent(n float64) {
+	e.ep.sent += n
+	e.floor = max(e.floor, min(n/60, e.ceil))
+}
+
+// admitted counts n units sent at sentAt that the server admitted (any
+// answer but a refusal), observed at now, and how long they took.
+func (e *estimator) admitted(now, sentAt time.Time, n float64) {
+	e.stretch(now.Sub(sentAt) * 2)
+	if sentAt.Before(e.ep.start) {
+		return
+	}
+	e.ep.admitted += n
+	e.ep.answers++
+}
+
+// stretch makes a span at least d: a window the server named, or a round
+// trip, is the least a pace must be tried for to say anything.
+func (e *estimator) stretch(d time.Duration) { e.span = min(max(e.span, d), maxSpan) }
+
+// refused handles the refusal, seen at now, of n units sent at sentAt,
+// with the server's hint (0: none), and returns how long the whole lane
+// should hold before sending again: the hint, or without one a quarter
+// second, and a whole span while the server admits nothing at all (one
+// that counts refused requests too keeps a client that pushes on locked
+// out). The first refusal of an epoch starts an episode: the pace drops a
+// tenth at once, and the cut is decided when the hold is over (see
+// decide), when what was sent before it has been answered. It returns 0
+// for a refusal that is old news or of the same episode.
+func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration) (hold time.Duration) {
+	if sentAt.Before(e.ep.start) || !e.adapt {
+		return 0
+	}
+	e.ep.refused += n
+	e.ep.answers++
+	if !e.cut.decideAt.IsZero() {
+		return 0
+	}
+	hold = 250 * time.Millisecond
+	if e.locked > 0 {
+		hold = e.span
+	}
+	if hint > 0 {
+		hold = hint
+		e.stretch(2 * hint) // a window lasts at least the hint: judge over two
+	}
+	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate}
+	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
+	return min(hold, maxSpan)
+}
+
+// decide makes the cut of a refusal episode: to a little under what got
+// through since the epoch began (over a second at least: a burst the
+// server allowed at first says nothing of its rate), and the refused rate
+// becomes that measure, which the pace climbs back towards. An epoch of
+// too few answers to say anything, or a server that refuses whatever the
+// pace (see noise), cuts nothing; one that admitted nothing after a cut
+// makes the holds a whole span.
+func (e *estimator) decide(now time.Time) {
+	cut := e.cut
+	e.cut, e.rate = pending{}, cut.rate
+	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
+	if e.ep.answers < minAnswers && !locked {
+		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
+		return
+	}
+	if locked {
+		e.locked++ // the next hold is a whole span
+	} else if e.locked = 0; e.noise() {
+		e.shift(now, e.rate)
+		return
+	}
+	next, bad := cutLeast*cut.sentRate, cut.sentRate
+	if e.ep.answers >= minAnswers {
+		okRate := e.ep.admitted / max(cut.at.Sub(e.ep.start)-e.ep.held, minSpan).Seconds()
+		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
+		bad = min(bad, max(okRate, next))
+	}
+	if e.probing {
+		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
+	}
+	e.bad, e.held = bad, 0
+	e.shift(now, max(next, minRate, e.floor))
+}
+
+// noise reports whether refusals come whatever the pace: the share
+// refused has not fallen after two cuts in a row. Such a server is not
+// limiting a rate, and cutting on would only starve the run: the pace
+// holds, and each refusal costs its own hold.
+func (e *estimator) noise() bool {
+	share := e.ep.refused / max(e.ep.admitted+e.ep.refused, 1)
+	if e.share > 0 && share >= 0.95*e.share {
+		e.noisy++
+	} else {
+		e.noisy = 0
+	}
+	e.share = share
+	return e.noisy >= 2
+}
+
+// sentRate is the rate sent at in the epoch so far, never over the pace.
+// With no pace, it is taken over a second at least (a burst says nothing
+// of a rate); with one, an epoch younger than a span says too little, and
+// the pace it tried stands for it.
+func (e *estimator) sentRate(now time.Time) float64 {
+	elapsed := now.Sub(e.ep.start) - e.ep.held
+	if math.IsInf(e.rate, 1) {
+		return e.ep.sent / max(elapsed, minSpan).Seconds()
+	}
+	if elapsed < e.span {
+		return e.rate
+	}
+	return min(e.ep.sent/elapsed.Seconds(), e.rate)
+}
+
+// tick decides a cut whose hold is over, and otherwise judges the epoch
+// each span it lasts without refusal: the pace steps up if it was used,
+// and a new epoch starts; a pace not used, or held where it is, goes on
+// measuring in the same epoch.
+func (e *estimator) tick(now time.Time) {
+	if !e.cut.decideAt.IsZero() {
+		if !now.Before(e.cut.decideAt) {
+			e.decide(now)
+		}
+		return
+	}
+	if !e.adapt || now.Sub(e.ep.judged) < e.span || now.Sub(e.ep.start) < e.span || math.IsInf(e.rate, 1) {
+		return
+	}
+	e.ep.judged = now
+	if e.ep.sent < 0.9*e.rate*now.Sub(e.ep.start).Seconds() {
+		return
+	}
+	if next := min(e.up(), e.ceil); next != e.rate {
+		e.probing = next == e.bad
+		e.shift(now, next)
+	}
+}
+
+// up returns the next pace after one held for a span: halfway to the rate
+// last refused; when settled near it, the same pace for patience spans,
+// then a probe just over it; with no refusal known, a quarter more.
+func (e *estimator) up() float64 {
+	e.good = max(e.good, e.rate)
+	switch {
+	case e.bad == 0:
+		return e.rate * climb
+	case e.rate >= e.bad:
+		// A probe at the refused rate held: the limit has risen, or the
+		// refusal measured it low. Climb, and probe sooner next time.
+		e.bad, e.patience = 0, firstPatience
+		return e.rate * climb
+	case e.rate < nearBad*e.bad:
+		return (e.rate + e.bad) / 2
+	case e.held < e.patience:
+		e.held++
+		return e.rate
+	}
+	e.held = 0
+	return e.bad
+}
+
+// shift starts a new epoch at pace rate from start.
+func (e *estimator) shift(start time.Time, rate float64) {
+	e.rate = rate
+	e.ep = epoch{start: start, judged: start}
+}
+
+// pace returns the pace now, in units per second: +Inf for none.
+func (e *estimator) pace() float64 { return e.rate }

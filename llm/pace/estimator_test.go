@@ -1,0 +1,181 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// t0 is the start of every table: the policies read no clock.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// step is one event fed to an estimator: n units sent at send, and what
+// came of them at seen ("ok", "refused"), or a tick at seen ("tick").
+type step struct {
+	what       string
+	send, seen time.Duration
+	n          float64
+	hint       time.Duration
+}
+
+func play(e *estimator, steps []step) {
+	for _, s := range steps {
+		switch s.what {
+		case "send":
+			e.sent(s.n)
+		case "ok":
+			e.admitted(at(s.seen), at(s.send), s.n)
+		case "refused":
+			e.refused(at(s.seen), at(s.send), s.n, s.hint)
+		case "tick":
+			e.tick(at(s.seen))
+		}
+	}
+}
+
+// repeat returns k copies of s, the i-th shifted by i*every.
+func repeat(k int, every time.Duration, s step) []step {
+	out := make([]step, k)
+	for i := range out {
+		out[i] = s
+		out[i].send += time.Duration(i) * every
+		out[i].seen += time.Duration(i) * every
+	}
+	return out
+}
+
+func cat(parts ...[]step) []step {
+	var out []step
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func TestEstimator(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name  string
+		start estimator
+		steps []step
+		want  float64 // the pace after the steps, units a second
+	}{
+		{"untold: no pace until a refusal", newEstimator(inf, true, t0),
+			cat(repeat(100, 10*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: 5 * time.Second}}), inf},
+		{"told: the ceiling, while nothing is refused", newEstimator(10, true, t0),
+			cat(repeat(50, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: 5 * time.Second}}), 10},
+		{"a refusal drops the pace a tenth at once, the cut waits for the hold",
+			newEstimator(10, true, t0), cat(
+				repeat(20, 100*time.Millisecond, step{what: "send", n: 1}),
+				repeat(19, 100*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
+				[]step{{what: "refused", send: 1900 * time.Millisecond, seen: 1920 * time.Millisecond, n: 1}}), 9},
+		{"a burst at the start does not set the pace: a quarter of what was sent at most",
+			newEstimator(inf, true, t0), cat(
+				[]step{{what: "send", n: 32}},
+				repeat(5, 0, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
+				repeat(27, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
+				[]step{{what: "tick", seen: 300 * time.Millisecond}}), 8},
+		{"the cut is to a little under what got through over the epoch",
+			newEstimator(97, true, t0), cat(
+				[]step{{what: "send", n: 40}},
+				repeat(20, 10*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
+				[]step{{what: "refused", send: 200 * time.Millisecond, seen: 210 * time.Millisecond, n: 1, hint: time.Second}},
+				// Sent at 97/s, 20 admitted in the first second: 0.95 * 20,
+				// bounded below by a quarter of 97.
+				[]step{{what: "tick", seen: 1210 * time.Millisecond}}), 97 * cutDeep},
+		{"a refusal of a request sent before the epoch is old news",
+			estimator{ceil: inf, adapt: true, rate: 10, span: time.Second, patience: firstPatience, ep: epoch{start: at(time.Second)}},
+			[]step{{what: "refused", send: 900 * time.Millisecond, seen: 1100 * time.Millisecond, n: 1}}, 10},
+		{"a span held and used climbs halfway to the rate refused",
+			estimator{ceil: inf, adapt: true, rate: 10, bad: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(10, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 15},
+		{"a span not used does not climb: raising a pace nobody reached tests nothing",
+			estimator{ceil: inf, adapt: true, rate: 10, bad: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(3, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 10},
+		{"settled near the rate refused: it holds for its patience",
+			estimator{ceil: inf, adapt: true, rate: 19.5, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(40, 100*time.Millisecond, step{what: "send", n: 1}),
+				[]step{{what: "tick", seen: time.Second}, {what: "tick", seen: 2 * time.Second}}), 19.5},
+		{"settled, its patience over: a probe at the rate refused",
+			estimator{ceil: inf, adapt: true, rate: 19.5, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(60, 50*time.Millisecond, step{what: "send", n: 1}),
+				[]step{{what: "tick", seen: time.Second}, {what: "tick", seen: 2 * time.Second}, {what: "tick", seen: 3 * time.Second}}), 20},
+		{"a probe at the rate refused that holds: the limit rose, climb on",
+			estimator{ceil: inf, adapt: true, rate: 20, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(20, 50*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 20 * climb},
+		{"never over the ceiling",
+			estimator{ceil: 12, adapt: true, rate: 10, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(10, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 12},
+		{"not adapting: refusals change nothing", newEstimator(10, false, t0), cat(
+			repeat(20, 100*time.Millisecond, step{what: "send", n: 1}),
+			repeat(10, 100*time.Millisecond, step{what: "refused", seen: 10 * time.Millisecond, n: 1}),
+			[]step{{what: "tick", seen: 5 * time.Second}}), 10},
+		{"too few answers say nothing: no cut",
+			newEstimator(10, true, t0), cat(
+				repeat(10, 100*time.Millisecond, step{what: "send", n: 1}),
+				repeat(3, 100*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
+				[]step{{what: "refused", send: 900 * time.Millisecond, seen: 910 * time.Millisecond, n: 1}},
+				[]step{{what: "tick", seen: 1200 * time.Millisecond}}), 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := tt.start
+			play(&e, tt.steps)
+			if got := e.pace(); math.Abs(got-tt.want) > 1e-6*max(1, tt.want) && !(math.IsInf(got, 1) && math.IsInf(tt.want, 1)) {
+				t.Errorf("pace after %d steps = %v, want %v (estimator %+v)", len(tt.steps), got, tt.want, e)
+			}
+		})
+	}
+}
+
+// TestEstimatorNoise: against a server that refuses half the requests
+// whatever the pace, the pace stops falling once two cuts in a row have
+// not lowered the share refused.
+func TestEstimatorNoise(t *testing.T) {
+	e := newEstimator(100, true, t0)
+	now := t0
+	paces := []float64{}
+	for range 6 {
+		// An epoch of 20 requests, half of them refused.
+		for i := range 20 {
+			e.sent(1)
+			sent := now.Add(time.Duration(i) * 10 * time.Millisecond)
+			if i%2 == 0 {
+				e.admitted(sent.Add(5*time.Millisecond), sent, 1)
+			} else {
+				e.refused(sent.Add(5*time.Millisecond), sent, 1, 0)
+			}
+		}
+		now = now.Add(2 * time.Second)
+		e.tick(now)
+		paces = append(paces, e.pace())
+	}
+	for _, p := range paces[3:] {
+		if p != paces[2] {
+			t.Errorf("paces against refusals whatever the pace = %v, want them held after three cuts", paces)
+			break
+		}
+	}
+}
+
+// TestEstimatorHoldAfterLockout: once an epoch after a cut admits nothing
+// (a server that counts refused requests keeps a client that pushes on
+// locked out), the hold without a hint is a whole span.
+func TestEstimatorHoldAfterLockout(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 10, bad: 12, span: 4 * time.Second, patience: 2, ep: epoch{start: t0, judged: t0}}
+	if hold := e.refused(at(100*time.Millisecond), t0, 1, 0); hold != 250*time.Millisecond {
+		t.Fatalf("first hold = %v, want 250ms", hold)
+	}
+	e.refused(at(110*time.Millisecond), t0, 1, 0)
+	e.refused(at(120*time.Millisecond), t0, 1, 0)
+	e.tick(at(time.Second)) // decides: three refusals, nothing admitted
+	e.sent(1)
+	if hold := e.refused(at(1100*time.Millisecond), at(time.Second), 1, 0); hold != e.span {
+		t.Errorf("hold after a lockout = %v, want the span %v", hold, e.span)
+	}
+	if hold := (&estimator{adapt: true, rate: 1, ep: epoch{start: t0}}).refused(at(time.Second), t0, 1, 3*time.Second); hold != 3*time.Second {
+		t.Errorf("hold with a hint of 3s = %v, want the hint", hold)
+	}
+}

@@ -1,0 +1,236 @@
+package pace
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// lane is the pacing of one model: two quantities (requests and tokens),
+// the gate, and the shared pause, under one mutex. Every wait happens
+// outside it.
+type lane struct {
+	l     *Limiter
+	model string
+
+	mu       sync.Mutex
+	req, tok quantity
+	gate     gate
+	until    time.Time     // the shared pause: nothing is sent before
+	keeper   *turn         // the request that has waited its turn for the token window: its room is kept
+	changed  chan struct{} // closed when an answer or a release may make room
+}
+
+// quantity is one thing a server limits: the pace the estimator decides
+// (made a rate.Limiter: nil when none), the server's window as its headers
+// tell it, and the lane's own count of what it sent.
+type quantity struct {
+	est   estimator
+	win   window
+	lim   *rate.Limiter
+	count float64 // units sent so far
+	own   history // units sent, by second, for weighing the server's claims
+	shown float64 // the pace last logged
+}
+
+// gate is the concurrency gate: the policy, and the requests in flight.
+type gate struct {
+	policy   concurrency
+	inFlight int
+}
+
+func newLane(l *Limiter, model string) *lane {
+	now := l.now()
+	ln := &lane{l: l, model: model, changed: make(chan struct{})}
+	ln.req.est = newEstimator(l.ceiling(l.cfg.RPM), l.cfg.Adapt, now)
+	ln.tok.est = newEstimator(l.ceiling(l.cfg.TPM), l.cfg.Adapt, now)
+	ln.gate.policy = newConcurrency(l.cfg.Concurrency, l.cfg.Adapt && l.cfg.RPM <= 0, now)
+	ln.req.sync(now, 1)
+	ln.tok.sync(now, 0)
+	return ln
+}
+
+// acquire waits for the pause, room in the server's windows, a slot and
+// the paces, in that order, and sends. (No slot is held while a request
+// waits for room: the one whose room is kept must find one free.) A pause
+// that begins meanwhile, or room taken by another, sends it round again.
+func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
+	t := &turn{tokens: float64(n), start: ln.l.now()}
+	paid := false // its turn at the paces is taken
+	for {
+		err := ln.waitPause(ctx)
+		if err == nil {
+			err = ln.waitWindows(ctx, t)
+		}
+		if err == nil {
+			err = ln.takeSlot(ctx)
+		}
+		if err == nil && !paid {
+			if err = ln.takePaces(ctx, n, t.start); err != nil {
+				ln.releaseSlot()
+			}
+			paid = err == nil
+		}
+		if err != nil {
+			ln.mu.Lock()
+			ln.unkeep(t)
+			ln.mu.Unlock()
+			return nil, err
+		}
+		p, paused := ln.send(t)
+		if p != nil {
+			return p, nil
+		}
+		ln.releaseSlot()
+		// Room taken meanwhile: wait for it again, the turn kept. A pause
+		// begun meanwhile: a fresh turn after it, so that those it held
+		// leave spread out.
+		paid = paid && !paused
+	}
+}
+
+// turn is one request's way through acquire.
+type turn struct {
+	tokens float64
+	start  time.Time // when it began to wait
+}
+
+// unkeep gives back the room kept for t. ln.mu is held.
+func (ln *lane) unkeep(t *turn) {
+	if ln.keeper == t {
+		ln.keeper = nil
+		ln.wake()
+	}
+}
+
+func (ln *lane) waitPause(ctx context.Context) error {
+	for {
+		ln.mu.Lock()
+		d := ln.until.Sub(ln.l.now())
+		ln.mu.Unlock()
+		if d <= 0 {
+			return ctx.Err()
+		}
+		if err := sleep(ctx, d, nil); err != nil {
+			return err
+		}
+	}
+}
+
+// pause holds the lane until d from now. ln.mu is held.
+func (ln *lane) pause(d time.Duration) {
+	if until := ln.l.now().Add(d); d > 0 && until.After(ln.until) {
+		ln.until = until
+	}
+}
+
+func (ln *lane) takeSlot(ctx context.Context) error {
+	for {
+		ln.mu.Lock()
+		now := ln.l.now()
+		ln.tick(now)
+		limit := ln.gate.policy.limit(now)
+		if limit <= 0 || ln.gate.inFlight < limit {
+			ln.gate.inFlight++
+			ln.mu.Unlock()
+			return nil
+		}
+		ln.gate.policy.blocked = true
+		wake := ln.changed
+		ln.mu.Unlock()
+		// The slow start opens with time as well as with answers.
+		if err := sleep(ctx, slowStep, wake); err != nil {
+			return err
+		}
+	}
+}
+
+func (ln *lane) releaseSlot() {
+	ln.mu.Lock()
+	ln.gate.inFlight--
+	ln.wake()
+	ln.mu.Unlock()
+}
+
+// wake wakes every wait that an answer or a release may end. ln.mu is held.
+func (ln *lane) wake() {
+	close(ln.changed)
+	ln.changed = make(chan struct{})
+}
+
+// waitWindows waits, for this request only, until it fits what the
+// server's windows have left. Shorter requests may pass one that does not
+// fit yet, but only for its patience (a window's period, a second at
+// least); then the room it needs is kept for it until it is sent, one such
+// request at a time, in turn.
+func (ln *lane) waitWindows(ctx context.Context, t *turn) error {
+	for {
+		ln.mu.Lock()
+		now := ln.l.now()
+		ok, d := ln.fits(now, t)
+		// Its patience over by the time it looks again: the room is kept.
+		if !ok && ln.keeper == nil && now.Sub(t.start)+d >= max(time.Second, ln.tok.win.period) {
+			ln.keeper = t
+		}
+		wake := ln.changed
+		ln.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if err := sleep(ctx, d, wake); err != nil {
+			return err
+		}
+	}
+}
+
+// fits reports whether t fits both windows now, besides the room kept for
+// others, and if not, how long until it may. ln.mu is held.
+func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
+	kept := 0.0
+	if ln.keeper != nil && ln.keeper != t {
+		kept = ln.keeper.tokens
+	}
+	okR, dR := ln.req.win.room(now, ln.req.count, 1, 0)
+	okT, dT := true, time.Duration(0)
+	if t.tokens > 0 {
+		okT, dT = ln.tok.win.room(now, ln.tok.count, t.tokens, kept)
+	}
+	return okR && okT, max(dR, dT)
+}
+
+// send lets t go, counted, unless a pause began (paused) or its room went
+// while it waited for the paces.
+func (ln *lane) send(t *turn) (p *Permit, paused bool) {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	now := ln.l.now()
+	if ln.until.After(now) {
+		return nil, true
+	}
+	if ok, _ := ln.fits(now, t); !ok {
+		return nil, false
+	}
+	ln.unkeep(t)
+	ln.req.sent(now, 1)
+	ln.tok.sent(now, t.tokens)
+	return &Permit{lane: ln, tokens: t.tokens, sent: now, inFlight: ln.gate.inFlight,
+		seqReq: ln.req.count, seqTok: ln.tok.count}, false
+}
+
+// tick lets the policies judge what time has shown. ln.mu is held.
+func (ln *lane) tick(now time.Time) {
+	ln.req.est.tick(now)
+	ln.tok.est.tick(now)
+	ln.gate.policy.tick(now, ln.req.est.span)
+	ln.logged("rpm", &ln.req, now, 1)
+	ln.logged("tpm", &ln.tok, now, 0)
+}
+
+// sent counts n units sent at now.
+func (q *quantity) sent(now time.Time, n float64) {
+	q.count += n
+	q.est.sent(n)
+	q.own.add(now, n)
+}

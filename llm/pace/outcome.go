@@ -1,0 +1,158 @@
+package pace
+
+import "time"
+
+// Result is what became of an attempt, as far as pacing cares.
+type Result int
+
+const (
+	Lost     Result = iota // no word from the server (a transport error, the caller gave up): says nothing
+	Admitted               // the server answered other than with a rate-limit refusal: it took the request
+	Refused                // a rate-limit 429
+)
+
+// An Outcome is what the caller tells of an attempt sent with a [Permit].
+type Outcome struct {
+	Result Result
+	Tokens bool          // Refused: about tokens, which holds only this request; otherwise about requests, which pauses the lane
+	Hint   time.Duration // Refused: the 429's own Retry-After, never cut short; 0: none
+	// What the response's headers said of the server's windows.
+	Requests, TokenWindow Reading
+	// Keyed: the attempt used one of several API keys, so its refusal and
+	// windows speak of that key only; the caller rests the key instead.
+	Keyed bool
+}
+
+// A Permit is one request's place in its lane, from Acquire to Done (or
+// Release). A nil *Permit does nothing.
+type Permit struct {
+	lane     *lane
+	tokens   float64
+	sent     time.Time
+	inFlight int     // requests in flight when it went, it included
+	seqReq   float64 // the lane's counts when it went, it included
+	seqTok   float64
+	done     bool
+}
+
+// Release gives the permit back with no outcome to tell (the caller's
+// context ended). It does nothing after Done or Release.
+func (p *Permit) Release() { p.Done(Outcome{Result: Lost}) }
+
+// Done tells how the attempt went and gives the permit back; it returns
+// how long this request should wait before its next attempt: the hint of
+// a refusal, or the lane's hold when the server gave none; 0 when the lane
+// has nothing to say (the caller then backs off as it would).
+// Only the first call counts.
+func (p *Permit) Done(o Outcome) (wait time.Duration) {
+	if p == nil || p.done {
+		return 0
+	}
+	p.done = true
+	ln := p.lane
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	ln.gate.inFlight--
+	defer ln.wake()
+	now := ln.l.now()
+	switch o.Result {
+	case Admitted:
+		ln.admitted(p, now)
+	case Refused:
+		wait = ln.refused(p, now, o)
+	default:
+		return 0
+	}
+	if !o.Keyed && !ln.contradicted(o, now) {
+		ln.req.win.read(o.Requests, p.sent, now, p.seqReq)
+		ln.tok.win.read(o.TokenWindow, p.sent, now, p.seqTok)
+		ln.req.est.stretch(ln.req.win.period)
+		ln.tok.est.stretch(ln.tok.win.period)
+	}
+	ln.logged("rpm", &ln.req, now, 1)
+	ln.logged("tpm", &ln.tok, now, 0)
+	return wait
+}
+
+// admitted counts an admitted request. ln.mu is held.
+func (ln *lane) admitted(p *Permit, now time.Time) {
+	ln.req.est.admitted(now, p.sent, 1)
+	ln.tok.est.admitted(now, p.sent, p.tokens)
+	ln.gate.policy.admitted(p.inFlight)
+}
+
+// refused handles a 429 and returns how long its request waits. One about
+// requests pauses the whole lane for its hint (the estimator's hold, with
+// none); one about tokens holds only its own request, since smaller ones
+// may still fit. A refusal the server's claim does not bear out, and one
+// that shows a concurrency cap, teach the pace nothing. ln.mu is held.
+func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
+	if o.Keyed {
+		return o.Hint // the key rests; the others go on
+	}
+	if ln.contradicted(o, now) {
+		return o.Hint // it costs its own Retry-After, no more
+	}
+	q, n := &ln.req, 1.0
+	if o.Tokens {
+		q, n = &ln.tok, p.tokens
+	}
+	var hold time.Duration
+	sentRate := ln.req.est.ep.sent / max(now.Sub(ln.req.est.ep.start), minSpan).Seconds()
+	if o.Tokens || !ln.gate.policy.refused(now, p.inFlight, sentRate, ln.req.est.good) {
+		hold = q.est.refused(now, p.sent, n, o.Hint)
+	}
+	hold = max(hold, o.Hint)
+	if !o.Tokens {
+		ln.pause(hold)
+	}
+	return hold
+}
+
+// contradicted reports whether the answer claims a window is spent that
+// the lane's own count of what it sent over the window's period as known
+// so far says is not (see spentClaim): the claim is then not believed. For a refusal, the window it was about is
+// weighed; for any other answer, either. ln.mu is held.
+func (ln *lane) contradicted(o Outcome, now time.Time) bool {
+	req := spentClaim(o.Requests, ln.req.win.most, ln.req.own.sum(now, ln.req.win.period))
+	tok := spentClaim(o.TokenWindow, ln.tok.win.most, ln.tok.own.sum(now, ln.tok.win.period))
+	switch {
+	case o.Result != Refused:
+		return req || tok
+	case o.Tokens:
+		return tok
+	}
+	return req
+}
+
+// history is what was sent over the last minute or so, by second.
+type history struct {
+	secs  [64]float64
+	stamp [64]int64 // the Unix second each slot holds
+}
+
+func (h *history) add(now time.Time, n float64) {
+	s := now.Unix()
+	i := s % int64(len(h.secs))
+	if h.stamp[i] != s {
+		h.stamp[i], h.secs[i] = s, 0
+	}
+	h.secs[i] += n
+}
+
+// sum returns what was sent over the last period (the whole 64 seconds
+// for 0 or more), counted in whole seconds and a second more, so that a
+// window that began in the last second's slot is all in.
+func (h *history) sum(now time.Time, period time.Duration) float64 {
+	span := int64(len(h.secs))
+	if period > 0 {
+		span = min(span, int64((period+time.Second-1)/time.Second)+1)
+	}
+	s, total := now.Unix(), 0.0
+	for i, st := range h.stamp {
+		if s-st < span {
+			total += h.secs[i]
+		}
+	}
+	return total
+}

@@ -1,0 +1,128 @@
+package pace
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// takePaces waits for a request's turn at the request pace and for its
+// tokens at the token pace. since is when the request began to wait.
+func (ln *lane) takePaces(ctx context.Context, tokens int, since time.Time) error {
+	if err := ln.take(ctx, func() *rate.Limiter { return ln.req.lim }, 1, since); err != nil {
+		return err
+	}
+	return ln.take(ctx, func() *rate.Limiter { return ln.tok.lim }, tokens, since)
+}
+
+// take waits until lim holds n units (a full burst, for more) and takes
+// them. A request bigger than the burst takes the rest as a debt that
+// later requests wait out: the pace holds over time, as servers counting
+// per window see it. Waiters do not queue: each sleeps until the units
+// could be there and tries again, so a pace raised meanwhile is felt at
+// once, and a request that has waited as long as its units take to earn
+// (since it began to wait, at since) reserves them ahead of smaller ones,
+// so it is not starved. lim is read each time round: the estimator may
+// replace it.
+func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since time.Time) error {
+	for {
+		ln.mu.Lock()
+		l, now, wake := lim(), ln.l.now(), ln.changed
+		if l == nil || n <= 0 {
+			ln.mu.Unlock()
+			return nil
+		}
+		r, k := float64(l.Limit()), min(n, l.Burst())
+		patience := time.Duration(float64(n) / r * float64(time.Second))
+		if l.TokensAt(now) >= float64(k) || now.Sub(since) >= patience {
+			d := l.ReserveN(now, k).DelayFrom(now)
+			for left := n - k; left > 0; left -= l.Burst() {
+				l.ReserveN(now, min(left, l.Burst()))
+			}
+			ln.mu.Unlock()
+			return sleep(ctx, d, nil)
+		}
+		d := time.Duration((float64(k) - l.TokensAt(now)) / r * float64(time.Second))
+		ln.mu.Unlock()
+		if err := sleep(ctx, min(max(d, time.Millisecond), patience-now.Sub(since)), wake); err != nil {
+			return err
+		}
+	}
+}
+
+// sync makes the rate.Limiter keep to the estimator's pace, creating or
+// dropping it as the pace becomes finite or none. burst 1 spreads requests
+// one at a time; burst 0 (tokens) is a second's worth, starting empty: a
+// full bucket would add a second's worth to the first window the server
+// counts.
+func (q *quantity) sync(now time.Time, burst int) {
+	r := q.est.pace()
+	switch {
+	case math.IsInf(r, 1):
+		q.lim = nil
+		return
+	case q.lim == nil && burst > 0:
+		q.lim = rate.NewLimiter(rate.Limit(r), burst)
+		return
+	case q.lim == nil:
+		q.lim = rate.NewLimiter(rate.Limit(r), max(1, int(r)))
+		q.lim.ReserveN(now, q.lim.Burst())
+		return
+	}
+	if float64(q.lim.Limit()) != r {
+		q.lim.SetLimitAt(now, rate.Limit(r))
+		if burst == 0 {
+			q.lim.SetBurstAt(now, max(1, int(r)))
+		}
+	}
+}
+
+// logged brings q's rate.Limiter in line with its estimator and logs a
+// change of a tenth or more since the last one logged. ln.mu is held.
+func (ln *lane) logged(what string, q *quantity, now time.Time, burst int) {
+	was := math.Inf(1)
+	if q.lim != nil {
+		was = float64(q.lim.Limit())
+	}
+	q.sync(now, burst)
+	is := q.est.pace()
+	if was == is {
+		return
+	}
+	switch {
+	case is < was:
+		ln.l.log.Info("limit lowered after a 429", "model", ln.model, "limit", what, "to", perMinuteText(is))
+		q.shown = is
+	case q.shown == 0 || is >= q.shown*1.1:
+		ln.l.log.Info("limit raised while requests succeed", "model", ln.model, "limit", what, "to", perMinuteText(is))
+		q.shown = is
+	}
+}
+
+func perMinuteText(perSecond float64) string {
+	if math.IsInf(perSecond, 1) {
+		return "none"
+	}
+	return strconv.FormatFloat(perSecond*60, 'f', 0, 64) + "/min"
+}
+
+// sleep waits for d, or until wake is closed (nil: never), or returns
+// ctx.Err() if ctx ends first.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

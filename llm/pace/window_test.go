@@ -1,0 +1,133 @@
+package pace
+
+import (
+	"testing"
+	"time"
+)
+
+func TestWindowRoom(t *testing.T) {
+	type read struct {
+		r          Reading
+		sent, seen time.Duration
+		seq        float64 // the lane's count when it was sent, it included
+	}
+	tests := []struct {
+		name     string
+		reads    []read
+		now      time.Duration
+		count    float64 // the lane's count now
+		n, kept  float64
+		wantOK   bool
+		wantWait time.Duration // when not ok, within a few ms
+	}{
+		{"nothing known: room", nil, 0, 0, 1000, 0, true, 0},
+		{"what is left fits", []read{{Reading{Told: true, Left: 500, Reset: time.Second}, 0, 10 * time.Millisecond, 1}},
+			20 * time.Millisecond, 1, 400, 0, true, 0},
+		{"less what was sent since the reading's request went",
+			[]read{{Reading{Told: true, Left: 500, Reset: time.Second}, 0, 10 * time.Millisecond, 100}},
+			20 * time.Millisecond, 300, 400, 0, false, 980 * time.Millisecond},
+		{"room kept for another is not room",
+			[]read{{Reading{Told: true, Left: 500, Reset: time.Second}, 0, 10 * time.Millisecond, 1}},
+			20 * time.Millisecond, 1, 400, 200, false, 980 * time.Millisecond},
+		{"an older reading says nothing new",
+			[]read{{Reading{Told: true, Left: 100, Reset: time.Second}, 10 * time.Millisecond, 30 * time.Millisecond, 2},
+				{Reading{Told: true, Left: 900, Reset: time.Second}, 0, 40 * time.Millisecond, 1}},
+			50 * time.Millisecond, 2, 400, 0, false, 960 * time.Millisecond},
+		{"a reading whose reset has passed is old news",
+			[]read{{Reading{Told: true, Left: 0, Reset: 100 * time.Millisecond}, 0, 200 * time.Millisecond, 1}},
+			200 * time.Millisecond, 1, 400, 0, true, 0},
+		{"after the reset a known limit starts the next window full",
+			[]read{{Reading{Told: true, Limit: 1000, Left: 0, Reset: time.Second}, 0, 10 * time.Millisecond, 1000}},
+			1100 * time.Millisecond, 1000, 900, 0, true, 0},
+		{"bigger than a whole window, into an untouched one",
+			[]read{{Reading{Told: true, Limit: 1000, Left: 0, Reset: time.Second}, 0, 10 * time.Millisecond, 1000}},
+			1100 * time.Millisecond, 1000, 1500, 0, true, 0},
+		{"a wall: nothing before its reset",
+			[]read{{Reading{Told: true, Limit: 1000, Left: 800, Reset: 10 * time.Second}, 0, 10 * time.Millisecond, 200},
+				{Reading{Told: true, Limit: 1000, Left: 0, Reset: 9 * time.Second}, time.Second, 1010 * time.Millisecond, 1000}},
+			1100 * time.Millisecond, 1000, 100, 0, false, 8900 * time.Millisecond},
+		{"a bucket: its reset is the time to full, and it refills as it goes",
+			[]read{{Reading{Told: true, Limit: 1000, Left: 800, Reset: 2 * time.Second}, 0, 10 * time.Millisecond, 200},
+				{Reading{Told: true, Limit: 1000, Left: 0, Reset: 10 * time.Second}, time.Second, 1010 * time.Millisecond, 1200}},
+			1100 * time.Millisecond, 1200, 100, 0, false, 900 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w window
+			for _, r := range tt.reads {
+				w.read(r.r, at(r.sent), at(r.seen), r.seq)
+			}
+			ok, wait := w.room(at(tt.now), tt.count, tt.n, tt.kept)
+			if ok != tt.wantOK || (wait-tt.wantWait).Abs() > 30*time.Millisecond {
+				t.Errorf("room(%v, count %v, n %v, kept %v) = %v, %v; want %v, %v (window %+v)",
+					tt.now, tt.count, tt.n, tt.kept, ok, wait, tt.wantOK, tt.wantWait, w)
+			}
+		})
+	}
+}
+
+// TestWindowRenewHoldsTheLimit: the window after a reset holds its limit,
+// less what is sent in it, until its own reset a period on.
+func TestWindowRenewHoldsTheLimit(t *testing.T) {
+	var w window
+	w.read(Reading{Told: true, Limit: 1000, Left: 0, Reset: time.Second}, t0, at(10*time.Millisecond), 1000)
+	if ok, _ := w.room(at(1100*time.Millisecond), 1000, 600, 0); !ok {
+		t.Fatalf("600 do not fit a window of 1000 renewed")
+	}
+	if ok, wait := w.room(at(1200*time.Millisecond), 1600, 600, 0); ok || (wait-820*time.Millisecond).Abs() > 30*time.Millisecond {
+		t.Errorf("600 more after 600 sent in the renewed window: %v, %v; want a wait for the reset a period on (~820ms)", ok, wait)
+	}
+}
+
+func TestSpentClaim(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Reading
+		most int
+		own  float64
+		want bool // contradicted
+	}{
+		{"spent, and the client sent most of it", Reading{Told: true, Limit: 10000, Left: 0, Reset: time.Minute}, 0, 9000, false},
+		{"spent for 6 minutes, the client sent a fraction of it", Reading{Told: true, Limit: 10000, Left: 0, Reset: 6 * time.Minute}, 0, 300, true},
+		{"no limit given, but more was said to be left before", Reading{Told: true, Left: 0, Reset: 6 * time.Minute}, 10000, 300, true},
+		{"no size known: believed", Reading{Told: true, Left: 0, Reset: 6 * time.Minute}, 0, 0, false},
+		{"not spent: no claim", Reading{Told: true, Limit: 10000, Left: 5000, Reset: time.Minute}, 0, 0, false},
+		{"nothing told", Reading{}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		if got := spentClaim(tt.r, tt.most, tt.own); got != tt.want {
+			t.Errorf("%s: spentClaim(%+v, %d, %v) = %v, want %v", tt.name, tt.r, tt.most, tt.own, got, tt.want)
+		}
+	}
+}
+
+func TestConcurrency(t *testing.T) {
+	c := newConcurrency(32, true, t0)
+	for _, tc := range []struct {
+		at   time.Duration
+		want int
+	}{{0, 4}, {250 * time.Millisecond, 8}, {600 * time.Millisecond, 16}, {750 * time.Millisecond, 32}, {time.Hour, 32}} {
+		if got := c.limit(at(tc.at)); got != tc.want {
+			t.Errorf("slow start: limit at %v = %d, want %d", tc.at, got, tc.want)
+		}
+	}
+	c = newConcurrency(32, false, t0)
+	c.admitted(6)
+	if c.refused(t0, 7, 20, 0) {
+		t.Errorf("a refusal before any rate held shows a concurrency cap")
+	}
+	if c.refused(t0, 7, 25, 20) {
+		t.Errorf("a refusal at a rate over the one that held shows a concurrency cap")
+	}
+	if c.refused(t0, 6, 15, 20) {
+		t.Errorf("a refusal with no more in flight than admitted shows a concurrency cap")
+	}
+	if !c.refused(t0, 9, 15, 20) || c.limit(t0) != 6 {
+		t.Errorf("a refusal at a rate that held, with more in flight than admitted: limit %d, want a cap of 6", c.limit(t0))
+	}
+	c.blocked = true
+	c.tick(at(time.Duration(maxPatience/2)*time.Second), time.Second)
+	if c.limit(t0) != 7 {
+		t.Errorf("a cap held back requests for long: limit %d, want probed to 7", c.limit(t0))
+	}
+}
