@@ -29,7 +29,7 @@ redispid=
 cleanup() {
 	[[ -n $mockpid ]] && kill -INT "$mockpid" 2>/dev/null && wait "$mockpid" 2>/dev/null
 	[[ -n $redispid ]] && kill "$redispid" 2>/dev/null && wait "$redispid" 2>/dev/null
-	rm -rf "$work"
+	[[ -n ${KEEP:-} ]] && cp -r "$work" "$KEEP"; rm -rf "$work"
 }
 trap cleanup EXIT
 

@@ -58,7 +58,7 @@ func runSettings(fl *pflag.FlagSet, input string) map[string]string {
 		switch {
 		case pathFlags[f.Name]:
 			v = absPath(v)
-		case f.Name == "base-url":
+		case f.Name == "base-url" || f.Name == "redis":
 			v = maskURL(v)
 		case f.Name == "mock":
 			v = maskMockKey(v)

@@ -60,6 +60,7 @@ type RunOptions struct {
 
 	Adapt      bool          // learn the server's limits from 429s and rate-limit headers
 	BreakAfter time.Duration // stop when every attempt has failed for this long
+	Redis      string        // redis:// URL whose server shares the key's limits with other processes; "" for none
 
 	Fallbacks   []string // models tried in order when an item's attempts fail on 5xx or an unknown model
 	Prices      []string // MODEL=IN/OUT dollars per million tokens, over the built-in list prices
@@ -147,6 +148,7 @@ func addEndpointFlags(fl *pflag.FlagSet, opts *RunOptions) {
 	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly 3% under it; 0 for none known")
 	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model (estimated prompt tokens plus max_tokens); 0 for none known")
 	fl.BoolVar(&opts.Adapt, "adapt", true, "learn the server's real limits from 429s and x-ratelimit headers (--adapt=false to pace exactly at --rpm/--tpm)")
+	fl.StringVar(&opts.Redis, "redis", "", "share the key's limits with other llmbatch processes through this Redis: redis://[:password@]host:port/db or rediss://")
 	fl.DurationVar(&opts.BreakAfter, "break-after", 2*time.Minute, "stop (exit 3) when every attempt has failed for this long; 0 never")
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 6, "attempts per request, the first included")
 	fl.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
@@ -225,6 +227,11 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 // runBatch makes the limiter and client from rc, runs the pipeline with a
 // progress display, and reports.
 func runBatch(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slog.Logger) error {
+	closeShared, err := shareLimits(ctx, opts, rc, log)
+	if err != nil {
+		return err
+	}
+	defer closeShared()
 	lim := llm.NewLimiterConfig(rc.limiter)
 	rc.llm.Limiter = lim
 	client, err := llm.New(rc.llm)

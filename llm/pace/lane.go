@@ -68,7 +68,10 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 			err = ln.takeSlot(ctx)
 		}
 		if err == nil && !paid {
-			if err = ln.takePaces(ctx, n, t.start); err != nil {
+			if err = ln.takePaces(ctx, n, t.start); err == nil {
+				err = ln.takeShared(ctx, n)
+			}
+			if err != nil {
 				ln.releaseSlot()
 			}
 			paid = err == nil
@@ -110,6 +113,7 @@ func (ln *lane) waitPause(ctx context.Context) error {
 		ln.mu.Lock()
 		d := ln.until.Sub(ln.l.now())
 		ln.mu.Unlock()
+		d = max(d, ln.sharedPause(ctx))
 		if d <= 0 {
 			return ctx.Err()
 		}
@@ -213,8 +217,9 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 		return nil, false
 	}
 	ln.unkeep(t)
-	ln.req.sent(now, 1)
-	ln.tok.sent(now, t.tokens)
+	share := ln.share()
+	ln.req.sent(now, 1, share)
+	ln.tok.sent(now, t.tokens, share)
 	return &Permit{lane: ln, tokens: t.tokens, sent: now, inFlight: ln.gate.inFlight,
 		seqReq: ln.req.count, seqTok: ln.tok.count}, false
 }
@@ -228,9 +233,10 @@ func (ln *lane) tick(now time.Time) {
 	ln.logged("tpm", &ln.tok, now, 0)
 }
 
-// sent counts n units sent at now.
-func (q *quantity) sent(now time.Time, n float64) {
+// sent counts n units sent at now, standing for share times as many in
+// the estimator's count (see [Sharer]).
+func (q *quantity) sent(now time.Time, n, share float64) {
 	q.count += n
-	q.est.sent(n)
+	q.est.sent(n * share)
 	q.own.add(now, n)
 }

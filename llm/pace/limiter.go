@@ -18,6 +18,7 @@ type Config struct {
 	Adapt       bool         // learn the server's limits from its refusals and headers
 	Margin      float64      // fraction of a told RPM/TPM kept in reserve, so a window-counting server never sees one too many; 0..0.5
 	Logger      *slog.Logger // each change of an effective limit at info level; default discards
+	Shared      Sharer       // limits shared with other processes using the key (DESIGN §9); nil: this process alone
 }
 
 // Limiter paces the requests of a whole run, each model in a lane of its

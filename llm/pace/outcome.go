@@ -51,7 +51,12 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	p.done = true
 	ln := p.lane
 	ln.mu.Lock()
-	defer ln.mu.Unlock()
+	before := ln.until
+	defer func() {
+		until := ln.until
+		ln.mu.Unlock()
+		ln.spread(before, until)
+	}()
 	ln.gate.inFlight--
 	defer ln.wake()
 	now := ln.l.now()

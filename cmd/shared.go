@@ -1,0 +1,37 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/llmbatch/llmbatch/llm/pace/shared"
+)
+
+// shareLimits connects to --redis, when given, so that the key's limits
+// are shared with the other processes using it (DESIGN §9), and sets the
+// limiter's Sharer. A URL that cannot be used (malformed, nobody there, a
+// wrong password) is a usage error: nothing has been sent. The returned
+// func closes the connection.
+func shareLimits(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slog.Logger) (func(), error) {
+	if opts.Redis == "" {
+		return func() {}, nil
+	}
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
+	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := shared.Open(octx, shared.Config{URL: opts.Redis, ID: id})
+	if err != nil {
+		return nil, usageErr("--redis: %v", err) // the URL in it is masked
+	}
+	// The lane is named by a hash of the keys; several keys in rotation
+	// share as one.
+	key := strings.Join(rc.llm.APIKeys, "\x00") + rc.llm.APIKey
+	rc.limiter.Shared = shared.NewClient(s, rc.llm.BaseURL, key, log)
+	log.Info("sharing the key's limits through redis", "redis", shared.MaskURL(opts.Redis))
+	return func() { s.Close() }, nil
+}

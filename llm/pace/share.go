@@ -1,0 +1,70 @@
+package pace
+
+import (
+	"context"
+	"time"
+)
+
+// A Sharer is the pacing state that the lanes of several processes using
+// one API key share (DESIGN §9), such as a *shared.Client over Redis. With
+// one, a lane draws each request from the key's budgets at its paces (so
+// the processes together keep to them), waits out a pause any of them
+// set, and shares the pauses its refusals set; its estimator counts what
+// it sent times the live processes, so that a pace it learns is the key's,
+// not its share. A Sharer never fails a request: when its store is away,
+// it paces this process at its share on its own.
+type Sharer interface {
+	// Take waits until one request and n tokens of model may go at rps
+	// requests and tps tokens a second (+Inf: none) across the processes.
+	// It returns only ctx's error.
+	Take(ctx context.Context, model string, rps, tps float64, n int) error
+	// Pause holds model's requests in every process for d from now.
+	Pause(ctx context.Context, model string, d time.Duration)
+	// Paused returns how long model's requests are still held; 0: not.
+	Paused(ctx context.Context, model string) time.Duration
+	// Live returns how many processes share model's lane (at least 1).
+	Live(model string) int
+}
+
+// sharedPause returns how long the pause that any process set holds the
+// lane still; 0 without a Sharer.
+func (ln *lane) sharedPause(ctx context.Context) time.Duration {
+	if s := ln.l.cfg.Shared; s != nil {
+		return s.Paused(ctx, ln.model)
+	}
+	return 0
+}
+
+// takeShared draws the request from the key's budgets at the lane's paces.
+func (ln *lane) takeShared(ctx context.Context, n int) error {
+	s := ln.l.cfg.Shared
+	if s == nil {
+		return nil
+	}
+	ln.mu.Lock()
+	rps, tps := ln.req.est.pace(), ln.tok.est.pace()
+	ln.mu.Unlock()
+	return s.Take(ctx, ln.model, rps, tps, n)
+}
+
+// share is how many processes' sending one of this lane's stands for in
+// its estimator's count: the live processes with a Sharer, else 1.
+func (ln *lane) share() float64 {
+	if s := ln.l.cfg.Shared; s != nil {
+		return float64(max(s.Live(ln.model), 1))
+	}
+	return 1
+}
+
+// spread tells the other processes of a pause a refusal set in this lane
+// (until is the lane's pause after the refusal, before what it was).
+func (ln *lane) spread(before, until time.Time) {
+	s := ln.l.cfg.Shared
+	if s == nil || !until.After(before) {
+		return
+	}
+	if d := until.Sub(ln.l.now()); d > 0 {
+		// No ctx: Done has none. The store's own timeout bounds the call.
+		s.Pause(context.Background(), ln.model, d)
+	}
+}
