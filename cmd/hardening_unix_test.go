@@ -73,8 +73,11 @@ func TestHugeLine(t *testing.T) {
 		t.Logf("peak RSS %d MB for a %d MB line", rss>>20, size>>20)
 		// The line, its parsed record, its prompt and its request body, and
 		// the garbage collector's slack; each extra copy costs a line's size.
-		if rss > 6*size {
-			t.Errorf("peak RSS %d MB for a %d MB line: want under %d MB", rss>>20, size>>20, 6*size>>20)
+		// Alone the child peaks at 4.5-5.5 lines; with the rest of the suite
+		// on both cores the collector lags and it has been seen at 7.5, so
+		// the bound is 8: what it catches is a copy per chunk, not a copy more.
+		if rss > 8*size {
+			t.Errorf("peak RSS %d MB for a %d MB line: want under %d MB", rss>>20, size>>20, 8*size>>20)
 		}
 	}
 }
