@@ -120,22 +120,11 @@ func (w *writer) recover() error {
 	}
 	rc := reconciler{status: w.j.Status}
 	added := 0
-	record := func(path, what string) func(*fileLine) error {
-		return func(l *fileLine) error {
-			switch {
-			case l.key == "":
-				return setupErr("%s:%d: not %s; is this the right file?", path, l.n, what)
-			case l.unrecorded():
-				added++
-				return w.j.Append(l.key, l.st)
-			}
-			return nil
-		}
-	}
-	if err := rc.errorsFile(w.cfg.Errors, record(w.cfg.Errors, "an errors-file line")); err != nil {
-		return err
-	}
-	if err := rc.resultsFile(w.cfg.Output, record(w.cfg.Output, "a result line")); err != nil {
+	err := rc.unrecorded(w.cfg.Output, w.cfg.Errors, func(key string, st checkpoint.Status) error {
+		added++
+		return w.j.Append(key, st)
+	})
+	if err != nil {
 		return err
 	}
 	if added == 0 {
