@@ -52,7 +52,10 @@ func Least(requests, tokens int64, rpm, tpm int) time.Duration {
 // shaping, duplicate check and skipping of what earlier runs finished or
 // rejected) and reports what Run would send, with and without merging. It
 // takes no lock and writes nothing; the checkpoint, if there is one, is only
-// read.
+// read. Like Run, it reads the input interruptibly: it returns
+// ErrInterrupted once Config.Stop is closed and ctx.Err() once ctx ends,
+// also while a read waits on a silent pipe, and returns only once the
+// goroutine watching them has ended.
 func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	cfg.setDefaults()
 	cfg.Counters = &Counters{} // the source counts lines here, apart from any live display
@@ -64,8 +67,17 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := newSource(&cfg, cfg.Input, shaper, rec)
+	in := openInput(cfg.Input)
+	defer in.close()
+	ctx, end := watchStop(ctx, cfg.Stop, in)
+	defer end()
+	src := newSource(&cfg, in.r, shaper, rec)
 	defer src.close()
+	return estimate(ctx, &cfg, src, shaper)
+}
+
+// estimate reads every line of src and adds up what a run would send.
+func estimate(ctx context.Context, cfg *Config, src *source, shaper *recordShaper) (*Estimate, error) {
 	e := &Estimate{Models: map[string]*ModelEstimate{}}
 	p := NewPacker(cfg.Packer)
 	now := time.Now()
@@ -77,7 +89,7 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 			e.addLines(cfg.Counters, src.badBefore)
 			return e, nil
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx) // ErrInterrupted, or ctx's own error
 		case err != nil:
 			return nil, &SetupError{err}
 		}
@@ -88,6 +100,30 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 			e.addItem(it)
 			e.addGroups(p.Add(it, now), shaper.tokens)
 		}
+	}
+}
+
+// watchStop returns a context that ends with ctx or, with ErrInterrupted
+// as its cause, once stop is closed; either ends a read of in that may be
+// blocked on a silent pipe (as Run's watch stage does). end releases and
+// joins the watching goroutine.
+func watchStop(ctx context.Context, stop <-chan struct{}, in *input) (_ context.Context, end func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-stop: // nil: never
+			cancel(ErrInterrupted)
+		case <-ctx.Done():
+		}
+		if context.Cause(ctx) != errEnded {
+			in.interrupt()
+		}
+	}()
+	return ctx, func() {
+		cancel(errEnded)
+		<-done
 	}
 }
 
