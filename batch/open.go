@@ -111,11 +111,19 @@ func checkPath(p, input string) error {
 }
 
 // recover trims torn last lines and records in the journal every result or
-// error line a crash left unrecorded (the line was written, the journal not).
+// error line a crash left unrecorded (the line was written, the journal
+// not). It keeps the writer's order: the results and errors files are
+// fsynced first (their lines may still be in the page cache only, the
+// crash having come before their fsync), and only then are the records
+// appended and the journal synced, so the journal never says more than the
+// files hold.
 func (w *writer) recover() error {
 	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
 		if _, err := repairTail(p); err != nil {
 			return &SetupError{err}
+		}
+		if err := syncFile(p); err != nil {
+			return err
 		}
 	}
 	rc := reconciler{status: w.j.Status}
@@ -131,18 +139,6 @@ func (w *writer) recover() error {
 		return nil
 	}
 	w.cfg.Logger.Info("recovered results written just before an interruption", "lines", added)
-	return w.syncRecovered()
-}
-
-// syncRecovered makes the lines recover recorded durable, then the journal:
-// they may still be in the page cache only (the crash came before their
-// fsync), and the journal must not say more than the files hold.
-func (w *writer) syncRecovered() error {
-	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
-		if err := syncFile(p); err != nil {
-			return err
-		}
-	}
 	if err := w.j.Sync(); err != nil {
 		return &WriteError{err}
 	}
