@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bufio"
+	"errors"
 	"hash/maphash"
 	"os"
 )
@@ -12,7 +13,8 @@ import (
 // line of a key written more than once (an item that failed again when
 // retried). It writes a new file, syncs it and renames it over the old, so
 // that a crash leaves one or the other; a failure to write is returned as a
-// *WriteError and leaves the old file as it was.
+// *WriteError and leaves the old file as it was, and so is a failure to read
+// it (the run has sent everything: it is no setup error).
 //
 // # Memory
 //
@@ -26,11 +28,14 @@ import (
 func (w *writer) compactErrors() error {
 	path := w.cfg.Errors
 	keep, drop, err := linesToKeep(reconciler{status: w.j.Status}, path)
-	if err != nil || drop == 0 {
-		return err
+	if err != nil {
+		return &WriteError{notSetup(err)}
+	}
+	if drop == 0 {
+		return nil
 	}
 	return replaceFile(path, func(bw *bufio.Writer) error {
-		return scan(path, false, func(n int, b []byte) error {
+		return notSetup(scan(path, false, func(n int, b []byte) error {
 			if !keep.has(n) {
 				return nil
 			}
@@ -38,8 +43,19 @@ func (w *writer) compactErrors() error {
 				return err
 			}
 			return bw.WriteByte('\n')
-		})
+		}))
 	})
+}
+
+// notSetup returns err without the *SetupError scan wraps its errors in: at
+// a run's start they are setup errors (exit 2, nothing sent), but
+// compaction comes after everything was sent, where a file the run wrote
+// that cannot be read back is a *WriteError (exit 3).
+func notSetup(err error) error {
+	if se, ok := errors.AsType[*SetupError](err); ok {
+		return se.Err
+	}
+	return err
 }
 
 // linesToKeep judges the lines of the errors file at path and returns the

@@ -58,6 +58,9 @@
 // # Outcomes
 //
 // An item whose attempts ran out on transient errors is recorded as failed
-// only when the server proved up (an answer came after it) or the run ended
-// normally; a run that stops leaves it for the rerun (DESIGN §5).
+// only when the server proved up: an answer was written after it, or, at
+// the normal end of the run, the server answered a request after the item
+// was first sent. A run that stops leaves it for the rerun, and so does a
+// run that ends with only such items left: it returns a *StopError of
+// [ErrServerDown] (DESIGN §5: failed means the item is at fault).
 package batch

@@ -52,7 +52,10 @@ func Least(requests, tokens int64, rpm, tpm int) time.Duration {
 // shaping, duplicate check and skipping of what earlier runs finished or
 // rejected) and reports what Run would send, with and without merging. It
 // takes no lock and writes nothing; the checkpoint, if there is one, is only
-// read.
+// read. Like Run, it reads the input interruptibly: it returns
+// ErrInterrupted once Config.Stop is closed and ctx.Err() once ctx ends,
+// also while a read waits on a silent pipe, and returns only once the
+// goroutine watching them has ended.
 func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	cfg.setDefaults()
 	cfg.Counters = &Counters{} // the source counts lines here, apart from any live display
@@ -60,12 +63,21 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := loadRecorded(cfg.Checkpoint)
+	rec, err := loadRecorded(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	src := newSource(&cfg, cfg.Input, shaper, rec)
+	in := openInput(cfg.Input)
+	defer in.close()
+	ctx, end := watchStop(ctx, cfg.Stop, in)
+	defer end()
+	src := newSource(&cfg, in.r, shaper, rec)
 	defer src.close()
+	return estimate(ctx, &cfg, src, shaper)
+}
+
+// estimate reads every line of src and adds up what a run would send.
+func estimate(ctx context.Context, cfg *Config, src *source, shaper *recordShaper) (*Estimate, error) {
 	e := &Estimate{Models: map[string]*ModelEstimate{}}
 	p := NewPacker(cfg.Packer)
 	now := time.Now()
@@ -77,7 +89,7 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 			e.addLines(cfg.Counters, src.badBefore)
 			return e, nil
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx) // ErrInterrupted, or ctx's own error
 		case err != nil:
 			return nil, &SetupError{err}
 		}
@@ -91,17 +103,101 @@ func EstimateRun(ctx context.Context, cfg Config) (*Estimate, error) {
 	}
 }
 
-// loadRecorded reads what earlier runs recorded in the journal at path;
-// nil when there is no journal yet.
-func loadRecorded(path string) (recorded, error) {
-	snap, err := checkpoint.Load(path)
+// watchStop returns a context that ends with ctx or, with ErrInterrupted
+// as its cause, once stop is closed; either ends a read of in that may be
+// blocked on a silent pipe (as Run's watch stage does). end releases and
+// joins the watching goroutine.
+func watchStop(ctx context.Context, stop <-chan struct{}, in *input) (_ context.Context, end func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-stop: // nil: never
+			cancel(ErrInterrupted)
+		case <-ctx.Done():
+		}
+		if context.Cause(ctx) != errEnded {
+			in.interrupt()
+		}
+	}()
+	return ctx, func() {
+		cancel(errEnded)
+		<-done
+	}
+}
+
+// loadRecorded returns what earlier runs recorded as the next run will
+// find it once its recovery has run: the journal (nil when there is none
+// and no results or errors file either) and the lines of the results and
+// errors files that the journal lacks (a run killed after writing them),
+// judged by the same reconciler as recovery. It writes nothing.
+func loadRecorded(cfg *Config) (recorded, error) {
+	snap, err := checkpoint.Load(cfg.Checkpoint)
+	p := &pending{extra: map[string]checkpoint.Status{}}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
 	case err != nil:
 		return nil, &SetupError{err}
+	default:
+		p.snap = snap
+		p.done, p.failed, p.bad = snap.Counts()
 	}
-	return snap, nil
+	// Recovery reads the files after cutting their torn tails: a last line
+	// without its newline is not recorded.
+	rc := reconciler{status: p.Status, complete: true}
+	if err := rc.unrecorded(cfg.Output, cfg.Errors, p.add); err != nil {
+		return nil, err
+	}
+	if p.snap == nil && len(p.extra) == 0 {
+		return nil, nil
+	}
+	return p, nil
+}
+
+// pending is a journal's snapshot with the records recovery would add.
+// The records added are kept in memory: they are what a kill left
+// unjournaled, at most a few commits' worth (or the whole results file if
+// its journal was deleted).
+type pending struct {
+	snap              *checkpoint.Snapshot // nil: no journal yet
+	extra             map[string]checkpoint.Status
+	done, failed, bad int
+}
+
+// Status returns the status of key, the records added first.
+func (p *pending) Status(key string) (checkpoint.Status, bool) {
+	if st, ok := p.extra[key]; ok {
+		return st, true
+	}
+	if p.snap == nil {
+		return 0, false
+	}
+	return p.snap.Status(key)
+}
+
+// Counts returns the records of each status, the records added included.
+func (p *pending) Counts() (done, failed, bad int) { return p.done, p.failed, p.bad }
+
+// add records key as st, as the journal's Append does: the last record wins.
+func (p *pending) add(key string, st checkpoint.Status) error {
+	if old, ok := p.Status(key); ok {
+		p.count(old, -1)
+	}
+	p.extra[key] = st
+	p.count(st, 1)
+	return nil
+}
+
+func (p *pending) count(st checkpoint.Status, d int) {
+	switch st {
+	case checkpoint.Done:
+		p.done += d
+	case checkpoint.Failed:
+		p.failed += d
+	case checkpoint.Bad:
+		p.bad += d
+	}
 }
 
 func (e *Estimate) addGroups(gs [][]*Item, count func(string) int) {

@@ -107,6 +107,29 @@ func (rc reconciler) read(path string, judge func([]byte) (string, checkpoint.St
 	})
 }
 
+// unrecorded calls add for every line of the job's errors and results files
+// that the journal lacks, as rc judges it (errors first: a result answers
+// a failure): the lines the next run's recovery records. Recovery and
+// [EstimateRun] both find them here. A line that is not a line of its file
+// is a *SetupError, as it stops a run.
+func (rc reconciler) unrecorded(output, errs string, add func(key string, st checkpoint.Status) error) error {
+	each := func(path, what string) func(*fileLine) error {
+		return func(l *fileLine) error {
+			switch {
+			case l.key == "":
+				return setupErr("%s:%d: not %s; is this the right file?", path, l.n, what)
+			case l.unrecorded():
+				return add(l.key, l.st)
+			}
+			return nil
+		}
+	}
+	if err := rc.errorsFile(errs, each(errs, "an errors-file line")); err != nil {
+		return err
+	}
+	return rc.resultsFile(output, each(output, "a result line"))
+}
+
 // scan calls fn for every non-blank line of the file at path; a missing
 // file has no lines. With complete, a last line without its newline (being
 // written, or torn by a crash) is left out.

@@ -99,7 +99,7 @@ func RunBatchAPI(ctx context.Context, cfg Config, api BatchAPIConfig) (*APISumma
 	o := newOffload(&cfg, &api, w, shaper)
 	// Each writing call ends by closing its outcomes: failures the writer
 	// held back (see heldFailures) are then recorded, never left over.
-	w.spend, w.stopped = o.spend, func() bool { return false }
+	w.spend, w.stopped, w.provenUp = o.spend, func() bool { return false }, func(*Item) bool { return true }
 	runErr := o.run(ctx)
 	if cerr := w.close(runErr == nil || !errors.As(runErr, new(*WriteError))); cerr != nil && runErr == nil {
 		runErr = cerr

@@ -28,7 +28,7 @@ func EstimateBatchAPI(ctx context.Context, cfg Config, api BatchAPIConfig) (*Bat
 	if err != nil {
 		return nil, err
 	}
-	rec, err := loadRecorded(cfg.Checkpoint)
+	rec, err := loadRecorded(&cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -111,49 +111,34 @@ func checkPath(p, input string) error {
 }
 
 // recover trims torn last lines and records in the journal every result or
-// error line a crash left unrecorded (the line was written, the journal not).
+// error line a crash left unrecorded (the line was written, the journal
+// not). It keeps the writer's order: the results and errors files are
+// fsynced first (their lines may still be in the page cache only, the
+// crash having come before their fsync), and only then are the records
+// appended and the journal synced, so the journal never says more than the
+// files hold.
 func (w *writer) recover() error {
 	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
 		if _, err := repairTail(p); err != nil {
 			return &SetupError{err}
 		}
+		if err := syncFile(p); err != nil {
+			return err
+		}
 	}
 	rc := reconciler{status: w.j.Status}
 	added := 0
-	record := func(path, what string) func(*fileLine) error {
-		return func(l *fileLine) error {
-			switch {
-			case l.key == "":
-				return setupErr("%s:%d: not %s; is this the right file?", path, l.n, what)
-			case l.unrecorded():
-				added++
-				return w.j.Append(l.key, l.st)
-			}
-			return nil
-		}
-	}
-	if err := rc.errorsFile(w.cfg.Errors, record(w.cfg.Errors, "an errors-file line")); err != nil {
-		return err
-	}
-	if err := rc.resultsFile(w.cfg.Output, record(w.cfg.Output, "a result line")); err != nil {
+	err := rc.unrecorded(w.cfg.Output, w.cfg.Errors, func(key string, st checkpoint.Status) error {
+		added++
+		return w.j.Append(key, st)
+	})
+	if err != nil {
 		return err
 	}
 	if added == 0 {
 		return nil
 	}
 	w.cfg.Logger.Info("recovered results written just before an interruption", "lines", added)
-	return w.syncRecovered()
-}
-
-// syncRecovered makes the lines recover recorded durable, then the journal:
-// they may still be in the page cache only (the crash came before their
-// fsync), and the journal must not say more than the files hold.
-func (w *writer) syncRecovered() error {
-	for _, p := range []string{w.cfg.Output, w.cfg.Errors} {
-		if err := syncFile(p); err != nil {
-			return err
-		}
-	}
 	if err := w.j.Sync(); err != nil {
 		return &WriteError{err}
 	}

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"context"
 	"errors"
 
 	"github.com/llmbatch/llmbatch/llm"
@@ -15,10 +16,19 @@ import (
 // So the writer holds them until the run knows:
 //   - an answer written after them proves the server up while they failed:
 //     they are recorded as failed (the request made the server fail);
-//   - a run that ends normally records them as failed;
+//   - at the normal end of a run, one is recorded as failed only if the
+//     server answered some request (a success, or an error that is the
+//     server's own verdict, such as a 400) after the item's first request
+//     was sent, so it failed while the server was up; the others are left
+//     unrecorded and the run stops with a *StopError (exit 3): the server
+//     seems down, and the same command later sends them again;
 //   - a run that stops (the client's breaker finds the server down, an
-//     interrupt, a bad key) leaves them unrecorded: the rerun sends them,
-//     without --retry-failed.
+//     interrupt, a bad key) leaves them all unrecorded: the rerun sends
+//     them, without --retry-failed.
+//
+// "After its first request was sent" is as close as batch can see to
+// "after its first attempt failed" (the client retries inside Do): an
+// answer that came while that first attempt was under way counts too.
 //
 // # Memory
 //
@@ -39,7 +49,7 @@ const maxHeld = 4096
 // which is to be recorded now, and true.
 func (h *heldFailures) add(o outcome) (oldest outcome, full bool) {
 	it := o.item
-	o.item = &Item{ID: it.ID, Line: it.Line, fixes: it.fixes} // the body is not needed to record it
+	o.item = &Item{ID: it.ID, Line: it.Line, fixes: it.fixes, sentAt: it.sentAt} // the body is not needed to record it
 	o.ack = nil
 	if len(h.q) < maxHeld {
 		h.q = append(h.q, o)
@@ -57,6 +67,42 @@ func (h *heldFailures) take() []outcome {
 	h.q = nil
 	return q
 }
+
+// answered reports whether err (nil: a success) is the server's own answer
+// to a request: a success, or an error that is not transient (a 400, a
+// 404, a refusal of the key). A transient error, a rate limit or no answer
+// at all proves nothing about whether the server is up.
+func answered(err error) bool {
+	if err == nil {
+		return true
+	}
+	ae, ok := errors.AsType[*llm.APIError](err)
+	return ok && ae.Status != 0 && !transient(err) && ae.Kind != llm.Unavailable
+}
+
+// do makes one client request for items, noting when they were first
+// sent (see heldFailures) and counting the server's answers.
+func (r *run) do(ctx context.Context, req *llm.Request, items ...*Item) (*llm.Response, int, error) {
+	for _, it := range items {
+		if it.sentAt == 0 {
+			it.sentAt = r.answers.Load() + 1
+		}
+	}
+	resp, n, err := r.cfg.Client.Do(ctx, req)
+	if answered(err) {
+		r.answers.Add(1)
+	}
+	return resp, n, err
+}
+
+// provenUp reports whether the server answered a request after it was
+// first sent: its failure is its own.
+func (r *run) provenUp(it *Item) bool { return it.sentAt > 0 && r.answers.Load() >= it.sentAt }
+
+// ErrServerDown is the cause of the *StopError of a run that ended with
+// items whose attempts ran out on transient errors and no answer of the
+// server after they were sent: they are left unrecorded for the rerun.
+var ErrServerDown = errors.New("the server seems down: items ran out of attempts with no answer of the server since they were sent; they are not recorded as failed")
 
 // transient reports whether an item's last error may be the server's
 // rather than the item's: a transient failure or a rate limit.

@@ -136,7 +136,11 @@ func TestRunOutageLeavesItemsForTheRerun(t *testing.T) {
 // TestRunItemFailingAloneIsFailed: an item that runs out of attempts on
 // 503s while the server answers the others is at fault and is recorded as
 // failed, whether answers came after it and the run was then interrupted,
-// or it was the last and the run ended normally.
+// or it was among the last and the run ended normally. (Next to last: the
+// last item, sent after it, is answered while it fails. An item whose
+// attempts run out after every other answer came in cannot be told from a
+// server that went down as it was sent: it is left for the rerun, see
+// TestRunServerDownToTheEndLeavesItems.)
 func TestRunItemFailingAloneIsFailed(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -144,7 +148,7 @@ func TestRunItemFailingAloneIsFailed(t *testing.T) {
 		interrupt bool // close Config.Stop once 30 answers are in
 	}{
 		{"answers after it, then an interrupt", 1, true},
-		{"last item, normal end", 60, false},
+		{"next to last item, normal end", 59, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ls := prompts(60)
@@ -199,4 +203,62 @@ func TestHeldFailuresBounded(t *testing.T) {
 	if len(h.take()) != 0 {
 		t.Error("take() after take() holds something")
 	}
+}
+
+// TestRunServerDownToTheEndLeavesItems: a server that fails every request
+// (500) for a whole short job, or nothing listening at all, gives no item a
+// failure of its own: no answer of the server came after their attempts
+// began. The run ends with a StopError (exit 3) and an empty errors file,
+// and the same run against a server that answers, without RetryFailed,
+// finishes every item.
+func TestRunServerDownToTheEndLeavesItems(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused bool // nothing listens: every dial is refused
+	}{{"every request 500", false}, {"nothing listening", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var up atomic.Bool
+			ok := mock.New(mock.Config{})
+			j := newJob(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !up.Load() {
+					w.WriteHeader(500)
+					return
+				}
+				ok.ServeHTTP(w, r)
+			}), prompts(8)...)
+			down := j.config()
+			if tc.refused {
+				down = j.config(func(c *Config) { c.Client = refusedClient(t) })
+			}
+			sum, err := Run(t.Context(), down)
+			if !errors.As(err, new(*StopError)) {
+				t.Fatalf("Run with the server down to the end = %v, want a StopError (exit 3)", err)
+			}
+			if sum.Failed != 0 || len(lines(t, ErrorsPath(j.out()))) != 0 {
+				t.Errorf("%d failed, errors file %v; want none: the server was down, not the items at fault",
+					sum.Failed, lines(t, ErrorsPath(j.out())))
+			}
+			up.Store(true)
+			sum, err = j.run()
+			if err != nil || sum.Done != 8 || !sum.Complete() {
+				t.Fatalf("rerun with the server up = %+v, %v; want all 8 done", sum, err)
+			}
+		})
+	}
+}
+
+// refusedClient is a client of a loopback port that nobody listens on.
+func refusedClient(t *testing.T) *llm.Client {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := llm.New(llm.Config{BaseURL: "http://" + addr + "/v1", Limiter: llm.NewLimiter(0, 0), MaxAttempts: 4,
+		Backoff: func(int) time.Duration { return 0 }, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -68,3 +68,49 @@ func TestRunEndsWithBlockingSilentStdin(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimateEndsWithBlockingSilentStdin: the dry run reads its input as
+// the run does (interruptibly, with a watch on Config.Stop and ctx), so on
+// a pipe in blocking mode that stays open and silent (`sleep 30 |
+// llmbatch run --dry-run -`) it returns when interrupted or cancelled, with
+// no goroutine left reading.
+func TestEstimateEndsWithBlockingSilentStdin(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(stop chan struct{}, cancel context.CancelFunc)
+		want error
+	}{
+		{"Stop", func(s chan struct{}, _ context.CancelFunc) { close(s) }, ErrInterrupted},
+		{"cancel", func(_ chan struct{}, cancel context.CancelFunc) { cancel() }, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newJob(t, mock.New(mock.Config{}), prompts(1)...)
+			ignore := goleak.IgnoreCurrent()
+			var fds [2]int
+			if err := syscall.Pipe(fds[:]); err != nil {
+				t.Fatal(err)
+			}
+			pr, pw := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "writer")
+			defer pr.Close()
+			defer pw.Close()
+			pw.WriteString(`{"id":"a","prompt":"x"}` + "\n") // then nothing more, never closed
+			stop := make(chan struct{})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			cfg := j.config(func(c *Config) { c.Input, c.InputPath, c.Stop = pr, "-", stop })
+			done := make(chan error, 1)
+			go func() { _, err := EstimateRun(ctx, cfg); done <- err }()
+			time.Sleep(50 * time.Millisecond) // the reader waits for a second line
+			tc.stop(stop, cancel)
+			select {
+			case err := <-done:
+				if !errors.Is(err, tc.want) {
+					t.Errorf("EstimateRun() error = %v, want %v", err, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("EstimateRun did not return while stdin stayed open")
+			}
+			goleak.VerifyNone(t, ignore)
+		})
+	}
+}

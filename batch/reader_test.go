@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -131,4 +132,42 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEstimateCountsUnjournaledLines: a run killed after it wrote result
+// and errors lines to the OS but before it journaled them leaves lines the
+// journal lacks. The next run's recovery records them and skips their
+// items, and so does the dry run: it judges the files through the same
+// reconciler, so it says what the rerun sends.
+func TestEstimateCountsUnjournaledLines(t *testing.T) {
+	all := prompts(10)
+	j := newJob(t, mock.New(mock.Config{}), all[:4]...)
+	if _, err := j.run(); err != nil {
+		t.Fatal(err)
+	}
+	// As a killed run leaves them: k4, k5 answered and k6 failed, written
+	// but not journaled; a torn last line, which recovery cuts off.
+	f, err := os.OpenFile(j.out(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(f, `{"id":"k4","output":"x"}`+"\n"+`{"id":"k5","output":"y"}`+"\n"+`{"id":"k7","out`)
+	f.Close()
+	if err := os.WriteFile(ErrorsPath(j.out()), []byte(`{"id":"k6","line":7,"error":{"kind":"bad_request","message":"no"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(j.input, []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := EstimateRun(t.Context(), j.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := [...]int64{e.Items, e.DoneEarlier, e.FailedBefore, e.ToSend}, [...]int64{10, 6, 1, 3}; got != want {
+		t.Errorf("EstimateRun items, done earlier, failed before, to send = %v, want %v", got, want)
+	}
+	sum, err := j.run()
+	if err != nil || sum.Done != e.ToSend || sum.Skipped != e.DoneEarlier || sum.SkippedFailed != e.FailedBefore {
+		t.Errorf("run after the estimate: %+v, %v; want the estimate's counts %+v", sum, err, *e)
+	}
 }

@@ -37,6 +37,7 @@ type Item struct {
 	rejected *LineError // set for a rejected line on its way to the errors file
 	fixes    int        // an input line an earlier run rejected, now fixed: its outcome clears the rejection
 	onlyFix  bool       // nothing to send: the item only clears the rejection of line fixes
+	sentAt   int64      // the run's server answers before its first request, plus one; 0: not sent yet
 }
 
 // recordShaper turns input lines into items. It holds the run-wide request

@@ -35,7 +35,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	in := openInput(cfg.Input)
 	r := &run{cfg: &cfg, j: w.j, shaper: shaper, in: in}
 	r.jsonMode.Store(cfg.JSONMode)
-	w.spend, w.stopped = r.spend, r.stopped
+	w.spend, w.stopped, w.provenUp = r.spend, r.stopped, r.provenUp
 	runErr := r.pipeline(ctx, w)
 	in.close()
 	if cerr := w.close(runErr == nil || !errors.As(runErr, new(*WriteError))); cerr != nil && runErr == nil {
@@ -61,6 +61,7 @@ type run struct {
 	jsonMode atomic.Bool  // JSON mode for merged requests, until the server refuses it
 	readAll  atomic.Bool  // the reader reached the end of the input
 	queued   atomic.Int64 // items (and rejected lines) the reader handed on
+	answers  atomic.Int64 // the server's answers so far (see answered)
 }
 
 // stop makes the run take no new work and remembers the first reason.

@@ -140,7 +140,7 @@ func (r *run) send(ctx context.Context, it *Item) (o outcome, ok bool, err error
 	}
 	model, body, attempts := it.Model, it.Body, 0
 	for next := 0; ; next++ {
-		resp, n, err := r.cfg.Client.Do(ctx, r.request(model, body, it.Tokens, it.ID))
+		resp, n, err := r.do(ctx, r.request(model, body, it.Tokens, it.ID), it)
 		attempts += n
 		if err == nil {
 			return outcome{item: it, resp: resp, attempts: attempts}, true, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -42,6 +43,7 @@ type writer struct {
 	cfg       *Config
 	spend     func(asked, answered string, u *usage) // counts the cost of an answer
 	stopped   func() bool                            // whether a stop drained the run
+	provenUp  func(*Item) bool                       // whether the server answered after the item was sent
 	j         *checkpoint.Journal                    // the committer's
 	outLock   *outputLock
 	out, errs *appendFile
@@ -103,7 +105,7 @@ func (w *writer) writeLines(ctx context.Context, results <-chan outcome, commits
 				open, err = w.takeSome(o, results)
 			}
 			if err == nil && !open {
-				err = w.settleHeld()
+				return w.finish(ctx, commits)
 			}
 			switch {
 			case err != nil:
@@ -112,15 +114,23 @@ func (w *writer) writeLines(ctx context.Context, results <-chan outcome, commits
 				continue
 			}
 			w.handOff(ctx, commits, true)
-			if !open {
-				return nil
-			}
 		case <-t.C:
 			w.handOff(ctx, commits, false)
 		case <-ctx.Done():
 			return nil // the committer's error is the stage's
 		}
 	}
+}
+
+// finish settles the failures held at the end and hands the last batch to
+// the committer, also when settleHeld stops the run (what it wrote is
+// committed all the same).
+func (w *writer) finish(ctx context.Context, commits chan<- commitBatch) error {
+	err := w.settleHeld()
+	if err == nil || errors.As(err, new(*StopError)) {
+		w.handOff(ctx, commits, true)
+	}
+	return err
 }
 
 // takeSome takes o and the outcomes already waiting behind it, hands their
@@ -207,19 +217,29 @@ func (w *writer) take(o outcome) error {
 
 // settleHeld decides the failures still held when results is closed: a
 // run that stopped leaves them to the rerun (the server may be down, and
-// the item not at fault); a run that ended normally records them.
+// the item not at fault); a run that ended normally records those the
+// server answered requests after, and leaves the others to the rerun with
+// a *StopError wrapping ErrServerDown (see heldFailures).
 func (w *writer) settleHeld() error {
 	held := w.held.take()
 	if len(held) > 0 && w.stopped() {
 		w.cfg.Logger.Info("items whose attempts ran out while no request succeeded are left for the rerun", "items", len(held))
 		return nil
 	}
+	var left []outcome
 	for _, h := range held {
+		if !w.provenUp(h.item) {
+			left = append(left, h)
+			continue
+		}
 		if err := w.write(h); err != nil {
 			return err
 		}
 	}
-	return w.flush()
+	if err := w.flush(); err != nil || len(left) == 0 {
+		return err
+	}
+	return &StopError{fmt.Errorf("%w (%d items; the last error: %w)", ErrServerDown, len(left), left[len(left)-1].err)}
 }
 
 // write writes an outcome's line to the OS and adds its keys to the batch.

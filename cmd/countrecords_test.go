@@ -26,7 +26,7 @@ func TestCountRecords(t *testing.T) {
 		if err := os.WriteFile(p, []byte(tt.in), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := countRecords(p); got != tt.want || err != nil {
+		if got, err := countRecords(t.Context(), p); got != tt.want || err != nil {
 			t.Errorf("countRecords(%.30q) = %d, %v; want %d", tt.in, got, err, tt.want)
 		}
 	}

@@ -332,7 +332,7 @@ func TestHostileServerExits(t *testing.T) {
 			t.Cleanup(srv.Close)
 			return strings.Replace(srv.URL, "http://", "https://", 1) + "/v1"
 		}},
-		{name: "a server that never answers", want: 1, say: "4 failed", kinds: "transient", srv: func(t *testing.T) string {
+		{name: "a server that never answers", want: 3, say: "seems down", srv: func(t *testing.T) string {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body) // else net/http does not watch for the client going away
 				select {
@@ -343,7 +343,7 @@ func TestHostileServerExits(t *testing.T) {
 			t.Cleanup(srv.Close)
 			return srv.URL + "/v1"
 		}},
-		{name: "200 with an HTML page", want: 1, say: "4 failed", kinds: "transient", srv: func(t *testing.T) string {
+		{name: "200 with an HTML page", want: 3, say: "seems down", srv: func(t *testing.T) string {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "<html><body>Welcome to nginx!</body></html>")
 			}))

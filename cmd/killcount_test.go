@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,5 +155,55 @@ func (f *flaky) down() {
 		f.srv.Close()
 		f.wg.Wait()
 		f.srv = nil
+	}
+}
+
+// TestServerDownToTheEndExit3ThenResume: the server fails every request
+// (500) for the whole of a short job, or nothing listens at all. No item is
+// recorded as failed: no answer of the server came after they were sent.
+// The run exits 3 (resumable), and the same command once the server
+// answers, without --retry-failed, finishes every item.
+func TestServerDownToTheEndExit3ThenResume(t *testing.T) {
+	binary(t)
+	for _, tc := range []struct {
+		name    string
+		refused bool // nothing listens on the port until the server is up
+	}{{"every request 500", false}, {"nothing listening", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var up atomic.Bool
+			srv := &server{mock: mock.New(mock.Config{}), reqs: map[string]int{}, oks: map[string]int{}, auth: map[string]int{},
+				script: func(string, int) *reply {
+					if up.Load() {
+						return nil
+					}
+					return errorReply(500, "server_error", "down")
+				}}
+			fs := &flaky{t: t, h: srv, addr: "127.0.0.1:0"}
+			fs.up()
+			t.Cleanup(fs.down)
+			if tc.refused {
+				fs.down()
+			}
+			dir := t.TempDir()
+			in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+			prompts := writeInput(t, in, 8)
+			args := runArgs("http://"+fs.addr+"/v1", out, in, "--max-attempts", "3", "--base-delay", "20ms", "--max-delay", "40ms", "-q")
+			p := start(t, dir, childEnv(), nil, args...)
+			if code := p.wait(t, 20*time.Second); code != 3 {
+				t.Fatalf("run with the server down: exit code %d, want 3\nstderr:\n%s", code, p.stderr.String())
+			}
+			if errs := lines(t, filepath.Join(dir, "out.errors.jsonl")); len(errs) > 0 {
+				t.Fatalf("the server being down left %d items recorded as failed, e.g. %s; want none", len(errs), errs[0])
+			}
+			up.Store(true)
+			if tc.refused {
+				fs.up()
+			}
+			p = start(t, dir, childEnv(), nil, args...)
+			if code := p.wait(t, 20*time.Second); code != 0 {
+				t.Fatalf("the same command with the server up: exit code %d, want 0\nstderr:\n%s", code, p.stderr.String())
+			}
+			checkComplete(t, out, prompts)
+		})
 	}
 }

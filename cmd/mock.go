@@ -133,8 +133,10 @@ func serveMock(ctx context.Context, ios *IOStreams, stop <-chan struct{}, addr s
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	err = srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close() // connections still busy after the grace period
 	}
-	return nil
+	<-done // Serve has returned (ErrServerClosed): its goroutine has ended
+	return err
 }

@@ -26,6 +26,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/llmbatch/llmbatch/llm"
 	"github.com/llmbatch/llmbatch/llm/mock"
 )
@@ -41,7 +43,10 @@ var (
 )
 
 // TestMain removes the binary the tests built; it is built on first use, so
-// that runs of other tests do not pay for it.
+// that runs of other tests do not pay for it. It fails the tests if any
+// goroutine is left running once they pass (as goleak.VerifyTestMain does,
+// which would exit before the binary is removed): every goroutine of cmd
+// and of the runs it starts must end with them.
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "llmbatch-process-test-")
@@ -51,7 +56,14 @@ func TestMain(m *testing.M) {
 			binDir = dir
 			defer os.RemoveAll(dir)
 		}
-		return m.Run()
+		code := m.Run()
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+				code = 1
+			}
+		}
+		return code
 	}())
 }
 

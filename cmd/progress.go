@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,19 +15,21 @@ import (
 	"github.com/llmbatch/llmbatch/llm"
 )
 
-// countLines counts the records of a regular input file in the background,
-// for the progress total; the returned func gives 0 until it is known (and
-// always for stdin).
-func countLines(path string) func() int64 {
+// countLines counts the records of a regular input file in a goroutine
+// that wg joins and ctx ends, for the progress total; the returned func
+// gives 0 until it is known, and always for stdin or anything but a
+// regular file (a named pipe is the run's to read, and opening it would
+// block).
+func countLines(ctx context.Context, wg *sync.WaitGroup, path string) func() int64 {
 	var total atomic.Int64
-	if path == "-" {
+	if fi, err := os.Stat(path); path == "-" || err != nil || !fi.Mode().IsRegular() {
 		return total.Load
 	}
-	go func() { // reads the file once, then ends
-		if n, err := countRecords(path); err == nil {
+	wg.Go(func() { // reads the file once, then ends
+		if n, err := countRecords(ctx, path); err == nil {
 			total.Store(n)
 		}
-	}()
+	})
 	return total.Load
 }
 
@@ -39,9 +42,9 @@ func startProgress(ctx context.Context, opts *RunOptions, c *batch.Counters, sta
 		return func() {}
 	}
 	bar := opts.Progress == "on" || (opts.Progress == "auto" && opts.IO.IsStderrTTY())
-	p := &progress{c: c, total: countLines(opts.Input), stats: stats, start: time.Now()}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	p := &progress{c: c, total: countLines(ctx, &wg, opts.Input), stats: stats, start: time.Now()}
 	wg.Go(func() {
 		if bar {
 			p.drawBar(ctx, opts.IO.ErrOut)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"encoding/csv"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,8 +47,9 @@ const masked = "xxxxx"
 //
 // No secret is recorded. The key is read from the environment only, and
 // --api-key-env records the variables' names, never their values; a base
-// URL's user info and credential query values, and the mock's key=, are
-// masked as xxxxx.
+// URL's user info and credential query values (any flag's URL), the value
+// of a flag named like a secret, and the mock's key=, are masked as xxxxx, by what a value is rather than by which flag holds it
+// (see maskValue), so that a flag added later is masked too.
 func runSettings(fl *pflag.FlagSet, input string) map[string]string {
 	s := map[string]string{inputKey: absPath(input)}
 	fl.VisitAll(func(f *pflag.Flag) {
@@ -55,15 +57,10 @@ func runSettings(fl *pflag.FlagSet, input string) map[string]string {
 			return
 		}
 		v := flagValue(f)
-		switch {
-		case pathFlags[f.Name]:
+		if pathFlags[f.Name] {
 			v = absPath(v)
-		case f.Name == "base-url" || f.Name == "redis":
-			v = maskURL(v)
-		case f.Name == "mock":
-			v = maskMockKey(v)
 		}
-		s[f.Name] = v
+		s[f.Name] = maskValue(f.Name, v)
 	})
 	return s
 }
@@ -91,6 +88,47 @@ func absPath(path string) string {
 		return abs
 	}
 	return path
+}
+
+// maskValue returns a flag's recorded value with its secrets masked: the
+// whole value of a flag named like a secret; the mock's key=; and every URL
+// in it (each item of a list too) as llm.Redact shows it, or wholly masked
+// when it does not parse.
+func maskValue(name, v string) string {
+	switch {
+	case v != "" && secretName(name):
+		return masked
+	case name == "mock":
+		return maskMockKey(v)
+	case !strings.Contains(v, "://"):
+		return v
+	}
+	items := strings.Split(v, ",")
+	for i, item := range items {
+		if !strings.Contains(item, "://") {
+			continue
+		}
+		if _, err := url.Parse(strings.TrimSpace(item)); err != nil {
+			items[i] = masked // cannot tell where its secret is
+		} else {
+			items[i] = maskURL(item)
+		}
+	}
+	return strings.Join(items, ",")
+}
+
+// secretName reports whether a flag's name says its value is a secret (a
+// key, a token, a password). --api-key-env holds variable names, not keys.
+func secretName(name string) bool {
+	if strings.HasSuffix(name, "-env") {
+		return false
+	}
+	for _, w := range []string{"password", "secret", "passwd"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return name == "key" || name == "token" || strings.HasSuffix(name, "-key") || strings.HasSuffix(name, "-token")
 }
 
 // maskURL returns the base URL as llm.Redact shows it when that hides a
@@ -126,7 +164,7 @@ func recordedFlags(run map[string]string, warn func(format string, a ...any)) []
 		if !ok || unrecorded[f.Name] {
 			return
 		}
-		if (f.Name == "base-url" || f.Name == "mock") && strings.Contains(v, masked) {
+		if strings.Contains(v, masked) {
 			warn("the job's --%s held a secret, which is not recorded: put it in place of %s", f.Name, masked)
 		}
 		if f.Value.Type() == "bool" && v == "true" {

@@ -195,3 +195,41 @@ func TestStatusOfAStdinJob(t *testing.T) {
 		t.Errorf("status of a stdin job: retry_failed %q, input %v, state %q\nwant %q, no input, unknown", st.RetryFailed, st.Input, st.State, want)
 	}
 }
+
+// TestRunSettingsMaskEveryURL: runSettings masks secrets by what a value
+// is, not by which flag holds it, so a flag added later is safe too: the
+// credentials and secret-looking query values of any URL (alone or in a
+// list), and the whole value of a flag named like a secret.
+func TestRunSettingsMaskEveryURL(t *testing.T) {
+	const pw = "pw-7f3a91"
+	fl := NewCmdRun(&Factory{IO: &IOStreams{}}, nil).Flags()
+	fl.StringSlice("hooks", nil, "a later flag taking URLs")
+	fl.String("api-token", "", "a later flag taking a secret")
+	fl.String("broken", "", "a URL that does not parse")
+	for name, v := range map[string]string{
+		"base-url":  "http://user:" + pw + "@127.0.0.1:1/v1?api_key=" + pw + "&api-version=2024",
+		"redis":     "redis://:" + pw + "@cache:6379/0",
+		"hooks":     "http://plain.example/a,https://u:" + pw + "@b.example/?token=" + pw,
+		"api-token": pw,
+		"broken":    "redis://:" + pw + "@host:port:%zz",
+		"rpm":       "60",
+	} {
+		if err := fl.Set(name, v); err != nil {
+			t.Fatalf("set --%s: %v", name, err)
+		}
+	}
+	s := runSettings(fl, "in.jsonl")
+	for k, v := range s {
+		if strings.Contains(v, pw) {
+			t.Errorf("runSettings records --%s as %q, with the secret", k, v)
+		}
+	}
+	for _, k := range []string{"base-url", "redis", "hooks", "api-token", "broken"} {
+		if !strings.Contains(s[k], masked) {
+			t.Errorf("runSettings records --%s as %q, want %s in place of the secret", k, s[k], masked)
+		}
+	}
+	if s["rpm"] != "60" || !strings.HasPrefix(s["hooks"], "http://plain.example/a,") || !strings.Contains(s["redis"], "@cache:6379/0") {
+		t.Errorf("runSettings = %v; want what is not secret kept", s)
+	}
+}

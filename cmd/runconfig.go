@@ -122,6 +122,11 @@ func buildConfigs(opts *RunOptions, in io.Reader, ep endpoint, log *slog.Logger)
 	}
 	if opts.Merge || opts.DryRun {
 		rc.batch.Packer = batch.PackerConfig{MaxItems: opts.BatchItems, MaxTokens: opts.BatchTokens}
+	}
+	// The tokenizer where token counts matter (the merge caps, the token
+	// limit), for the run and its dry run alike: the dry run predicts the
+	// figures the run paces with.
+	if opts.Merge || opts.TPM > 0 {
 		rc.batch.Count = tokenCounter(opts.Model, log)
 	}
 	rc.llm = llm.Config{

@@ -118,8 +118,8 @@ Exit status: 0, or 2 when OUTPUT has no checkpoint or it cannot be read.`,
 	return c
 }
 
-func statusRun(_ context.Context, opts *StatusOptions) error {
-	st, err := jobStatus(opts)
+func statusRun(ctx context.Context, opts *StatusOptions) error {
+	st, err := jobStatus(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func statusRun(_ context.Context, opts *StatusOptions) error {
 }
 
 // jobStatus gathers the status of the job writing opts.Output.
-func jobStatus(opts *StatusOptions) (*JobStatus, error) {
+func jobStatus(ctx context.Context, opts *StatusOptions) (*JobStatus, error) {
 	if opts.Checkpoint == "" {
 		opts.Checkpoint = batch.CheckpointPath(opts.Output)
 	}
@@ -154,7 +154,7 @@ func jobStatus(opts *StatusOptions) (*JobStatus, error) {
 		ResultLines: js.ResultLines, Failed: js.Failed, Invalid: js.Invalid, ByKind: js.ByKind,
 		Warnings: append([]string{}, js.Warnings...)}
 	if input != "" {
-		n, err := countRecords(input)
+		n, err := countRecords(ctx, input)
 		if err != nil {
 			return nil, &batch.SetupError{Err: fmt.Errorf("input: %w", unwrapPath(err))}
 		}
@@ -349,7 +349,7 @@ func shellJoin(args []string) string {
 // a byte order mark). It reads them as run does (internal/jsonl); a line
 // over 1 MiB is counted without being held in memory, as no blank line is
 // that long.
-func countRecords(path string) (int64, error) {
+func countRecords(ctx context.Context, path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -357,7 +357,10 @@ func countRecords(path string) (int64, error) {
 	defer f.Close()
 	var n int64
 	lr := jsonl.NewReader(f, 1<<20)
-	for lr.Next() {
+	for i := 0; lr.Next(); i++ {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return n, ctx.Err()
+		}
 		if lr.TooLong() || len(bytes.Trim(lr.Bytes(), " \t\r")) > 0 {
 			n++
 		}
