@@ -1,0 +1,129 @@
+package cmd_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/llmbatch/llmbatch/internal/redistest"
+	"github.com/llmbatch/llmbatch/llm/mock"
+)
+
+const sharedKey = "sk-test-SHAREDKEY-0123456789"
+
+// runShared starts jobs llmbatch processes of n items each against srv,
+// sharing the key's limits through rs, and returns them with their inputs.
+func runShared(t *testing.T, srv *server, rs *redistest.Server, jobs, n int, extra ...string) ([]*proc, []map[string]string, []string) {
+	t.Helper()
+	var procs []*proc
+	var prompts []map[string]string
+	var outs []string
+	for range jobs {
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.jsonl")
+		p := writeInput(t, in, n)
+		// Each job's own ids: the jobs are different jobs on one key.
+		args := append([]string{"--redis", rs.URL(""), "-j", "8", "--max-attempts", "3", "--base-delay", "100ms"}, extra...)
+		procs = append(procs, start(t, dir, childEnv("LLMBATCH_API_KEY="+sharedKey), nil,
+			runArgs(srv.base(), "out.jsonl", "in.jsonl", args...)...))
+		prompts = append(prompts, p)
+		outs = append(outs, filepath.Join(dir, "out.jsonl"))
+	}
+	return procs, prompts, outs
+}
+
+// TestSharedLimits runs three processes on one key against a server
+// allowing 20 requests a second, sharing through a real redis-server: told
+// the key's limit, they keep to it together (a 429 now and then at most);
+// with Redis killed and restarted mid-run, every process still finishes
+// every item; and no Redis name or value holds the key.
+func TestSharedLimits(t *testing.T) {
+	binary(t)
+	t.Run("told the key's limit", func(t *testing.T) {
+		rs := redistest.Start(t)
+		srv := newServer(t, mock.Config{RPM: 20, Window: time.Second, NoLimitHeaders: true}, nil)
+		procs, prompts, outs := runShared(t, srv, rs, 3, 60, "--rpm", "1200")
+		for i, p := range procs {
+			if code := p.wait(t, 2*time.Minute); code != 0 {
+				t.Fatalf("job %d: exit %d\n%s", i+1, code, p.stderr.String())
+			}
+			checkComplete(t, outs[i], prompts[i])
+		}
+		st := srv.mock.Stats()
+		// Alone, each would send at the whole 20/s: about 2 in 3 refused.
+		if st.RateLimited*20 > st.Requests {
+			t.Errorf("the server refused %d of %d requests, want under 5%%: the jobs did not share the limit", st.RateLimited, st.Requests)
+		}
+		checkNoKeyInRedis(t, rs)
+	})
+	t.Run("redis away mid-run", func(t *testing.T) {
+		rs := redistest.Start(t)
+		srv := newServer(t, mock.Config{RPM: 20, Window: time.Second, NoLimitHeaders: true}, nil)
+		procs, prompts, outs := runShared(t, srv, rs, 3, 60, "--rpm", "1200")
+		time.Sleep(1500 * time.Millisecond)
+		rs.Stop()
+		time.Sleep(2 * time.Second)
+		rs.Restart()
+		for i, p := range procs {
+			if code := p.wait(t, 2*time.Minute); code != 0 {
+				t.Fatalf("job %d: exit %d\n%s", i+1, code, p.stderr.String())
+			}
+			checkComplete(t, outs[i], prompts[i])
+			if errs := p.stderr.String(); strings.Count(errs, "redis is away") != 1 {
+				t.Errorf("job %d warned %d times that redis is away, want once:\n%s", i+1, strings.Count(errs, "redis is away"), errs)
+			}
+		}
+		checkNoKeyInRedis(t, rs)
+	})
+}
+
+func TestRedisURLRefused(t *testing.T) {
+	binary(t)
+	rs := redistest.Start(t, "--requirepass", "PWSECRET-redis")
+	dir := t.TempDir()
+	writeInput(t, filepath.Join(dir, "in.jsonl"), 1)
+	srv := newServer(t, mock.Config{}, nil)
+	for _, url := range []string{"redis://:wrong@" + rs.Addr + "/0", "http://" + rs.Addr, "redis://127.0.0.1:1/0"} {
+		p := start(t, dir, childEnv("LLMBATCH_API_KEY="+sharedKey), nil, runArgs(srv.base(), "out.jsonl", "in.jsonl", "--redis", url)...)
+		if code := p.wait(t, 30*time.Second); code != 2 {
+			t.Errorf("--redis %s: exit %d, want 2\n%s", url, code, p.stderr.String())
+		}
+	}
+	if n := srv.mock.Stats().Requests; n != 0 {
+		t.Errorf("the server got %d requests with a bad --redis, want none", n)
+	}
+	p := start(t, dir, childEnv("LLMBATCH_API_KEY="+sharedKey), nil,
+		runArgs(srv.base(), "out.jsonl", "in.jsonl", "--redis", "redis://:PWSECRET-redis@"+rs.Addr+"/0")...)
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("with the right password: exit %d\n%s", code, p.stderr.String())
+	}
+	checkNoSecrets(t, dir, map[string][]byte{"stderr": p.stderr.Bytes()})
+	for _, name := range []string{"out.jsonl.ckpt", "out.jsonl"} {
+		b := readFile(t, filepath.Join(dir, name))
+		if strings.Contains(string(b), "PWSECRET") {
+			t.Errorf("%s holds the redis password", name)
+		}
+	}
+}
+
+// checkNoKeyInRedis scans every name and value in Redis for the key.
+func checkNoKeyInRedis(t *testing.T, rs *redistest.Server) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("KEYS * = %v, %v; want the shared lane's names", keys, err)
+	}
+	for _, k := range keys {
+		v, _ := rdb.Dump(ctx, k).Result()
+		if strings.Contains(k+v, sharedKey) || strings.Contains(k+v, "SHAREDKEY") {
+			t.Errorf("Redis %q holds the API key", k)
+		}
+	}
+}
