@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmbatch/llmbatch/batch"
+	"github.com/llmbatch/llmbatch/llm/pace/shared"
 )
 
 // dryRun prints what a run would send, and the least time the limits
@@ -33,6 +34,10 @@ func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config, prices pric
 	fmt.Fprintf(w, "tokens:           ~%d one per item; ~%d merged (prompts plus max_tokens, as --tpm counts them)\n",
 		e.Tokens, e.MergedTokens)
 	fmt.Fprintf(w, "cost:             %s\n", estimateCost(e, prices))
+	if opts.Redis != "" {
+		fmt.Fprintf(w, "limits:           shared through %s with the other processes using the key: --rpm/--tpm are the key's, for all of them\n",
+			shared.MaskURL(opts.Redis))
+	}
 	if opts.RPM == 0 && opts.TPM == 0 {
 		fmt.Fprintln(w, "least time:       no --rpm or --tpm given: bound by the server and -j")
 		return nil

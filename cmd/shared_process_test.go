@@ -127,3 +127,22 @@ func checkNoKeyInRedis(t *testing.T, rs *redistest.Server) {
 		}
 	}
 }
+
+// TestDryRunSaysLimitsAreShared: a dry run with --redis says the limits
+// are the key's, shared, and shows the URL without its password.
+func TestDryRunSaysLimitsAreShared(t *testing.T) {
+	binary(t)
+	dir := t.TempDir()
+	writeInput(t, filepath.Join(dir, "in.jsonl"), 2)
+	p := start(t, dir, childEnv(), nil, "run", "--provider", "mock", "--dry-run", "--redis", "redis://:PWSECRET-x@127.0.0.1:1/0", "in.jsonl")
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	out := p.stdout.String()
+	if !strings.Contains(out, "shared through redis://:xxxxx@127.0.0.1:1/0") {
+		t.Errorf("dry run does not say the limits are shared:\n%s", out)
+	}
+	if strings.Contains(out+p.stderr.String(), "PWSECRET") {
+		t.Errorf("dry run shows the redis password:\n%s", out)
+	}
+}
