@@ -116,7 +116,7 @@ func runBatchAPI(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slo
 // printShardSummary says what became of the shards.
 func printShardSummary(w io.Writer, s *batch.APISummary) {
 	r := newBatchAPIReport(s)
-	fmt.Fprintf(w, "llmbatch: Batch API: %d batches (%d finished, %d at the provider); this run created %d with %d lines; cost at batch prices\n",
+	fmt.Fprintf(w, "llmbatch: Batch API: %d batches (%d finished, %d at the provider); this run created %d with %d lines (the cost above is at batch prices)\n",
 		r.Batches, r.Finished, r.Queued, r.Created, r.Submitted)
 }
 
