@@ -29,8 +29,11 @@ const hostileKey = "sk-hostile-0123456789abcdef"
 // hostileRun is one end-to-end Run against base with a short attempt
 // timeout and two attempts per item. It returns the run's outcome and the
 // directory holding the output files.
-func hostileRun(t *testing.T, base string, n int) (*Summary, error, string) {
+func hostileRun(t *testing.T, base string, n int, timeout time.Duration) (*Summary, error, string) {
 	t.Helper()
+	if timeout <= 0 {
+		timeout = 300 * time.Millisecond
+	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	var b strings.Builder
@@ -47,7 +50,7 @@ func hostileRun(t *testing.T, base string, n int) (*Summary, error, string) {
 	defer f.Close()
 	lim := llm.NewLimiter(0, 0)
 	c, err := llm.New(llm.Config{BaseURL: base + "/v1", APIKey: hostileKey, Limiter: lim, MaxAttempts: 2,
-		Backoff: func(int) time.Duration { return 0 }, Timeout: 300 * time.Millisecond, MaxBodyBytes: 64 << 10})
+		Backoff: func(int) time.Duration { return 0 }, Timeout: timeout, MaxBodyBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +123,11 @@ func TestRunHostileServers(t *testing.T) {
 		wantDown   bool     // every attempt fails transiently: a *StopError of ErrServerDown, nothing recorded
 		wantStop   llm.Kind // the Kind of the *StopError, 0 when the run ends normally
 		wantNoAuth bool     // the final server must get no Authorization header
+		// timeout of one attempt; default 300ms. Cases that must succeed or
+		// fail for another reason than time get more, so that a loaded
+		// machine (the whole suite on two cores) does not turn them into
+		// timeouts.
+		timeout time.Duration
 	}{
 		{name: "200 with invalid JSON", wantDown: true, base: func(t *testing.T) string {
 			return handlerServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"choices":[{"mess`) })
@@ -159,7 +167,7 @@ func TestRunHostileServers(t *testing.T) {
 				}
 			})
 		}},
-		{name: "bytes trickled below the timeout", wantDone: n, base: func(t *testing.T) string {
+		{name: "bytes trickled below the timeout", wantDone: n, timeout: 5 * time.Second, base: func(t *testing.T) string {
 			h := mock.New(mock.Config{})
 			return handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 				rec := httptest.NewRecorder()
@@ -190,7 +198,7 @@ func TestRunHostileServers(t *testing.T) {
 				http.Redirect(w, r, other+r.URL.Path, http.StatusTemporaryRedirect)
 			})
 		}},
-		{name: "an untrusted certificate", wantStop: llm.Certificate, base: func(t *testing.T) string {
+		{name: "an untrusted certificate", wantStop: llm.Certificate, timeout: 5 * time.Second, base: func(t *testing.T) string {
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				t.Errorf("a request reached a server whose certificate is not trusted")
 			}))
@@ -199,7 +207,7 @@ func TestRunHostileServers(t *testing.T) {
 			t.Cleanup(srv.Close)
 			return srv.URL
 		}},
-		{name: "plain HTTP behind https", wantStop: llm.Certificate, base: func(t *testing.T) string {
+		{name: "plain HTTP behind https", wantStop: llm.Certificate, timeout: 5 * time.Second, base: func(t *testing.T) string {
 			return "https://" + strings.TrimPrefix(handlerServer(t, func(w http.ResponseWriter, r *http.Request) {}), "http://")
 		}},
 	}
@@ -208,7 +216,7 @@ func TestRunHostileServers(t *testing.T) {
 			leakCheck(t)
 			base := tt.base(t)
 			began := time.Now()
-			sum, err, dir := hostileRun(t, base, n)
+			sum, err, dir := hostileRun(t, base, n, tt.timeout)
 			took := time.Since(began)
 			if took > 10*time.Second {
 				t.Errorf("Run() took %v, want it bounded by the attempts' timeouts", took)
