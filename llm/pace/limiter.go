@@ -107,12 +107,14 @@ func (l *Limiter) lane(model string) *lane {
 }
 
 // ceiling returns a told limit per minute as units per second less the
-// margin, +Inf when untold.
+// margin, +Inf when untold. The margin is taken as time: a run paced at
+// the ceiling takes 1+Margin the time the limit allows, no more (DESIGN
+// §5a), and keeps Margin/(1+Margin) of the rate in reserve.
 func (l *Limiter) ceiling(perMin int) float64 {
 	if perMin <= 0 {
 		return math.Inf(1)
 	}
-	return float64(perMin) / 60 * (1 - l.cfg.Margin)
+	return float64(perMin) / 60 / (1 + l.cfg.Margin)
 }
 
 func perMinute(perSecond float64) float64 {
