@@ -79,15 +79,15 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 			ln.mu.Unlock()
 			return nil, err
 		}
-		p, _ := ln.send(t)
+		p, paused := ln.send(t)
 		if p != nil {
 			return p, nil
 		}
 		ln.releaseSlot()
-		// Room taken or a pause begun meanwhile: wait for it, then take a
-		// fresh turn at the paces, so that those it held leave spread out
-		// (a kept turn would let them all go at once when room comes back).
-		paid = false
+		// Room taken meanwhile: wait for it again, the turn kept. A pause
+		// begun meanwhile: a fresh turn after it, so that those it held
+		// leave spread out.
+		paid = paid && !paused
 	}
 }
 
