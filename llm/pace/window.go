@@ -64,7 +64,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.judge(r, sentAt)
 	w.period = max(w.period, r.Reset, r.Window)
 	w.falsify(r, sentAt, seq)
-	if !w.fine && !w.rolls && !w.reset.IsZero() && sentAt.Before(w.reset) &&
+	if w.refill == 0 && !w.fine && !w.reset.IsZero() && sentAt.Before(w.reset) &&
 		reset.After(w.reset) && reset.Sub(w.reset) <= w.period+w.guard() {
 		// The same wall, its reset given in whole seconds (Kong, IETF,
 		// GitHub): each reading bounds it from above, the earliest the
