@@ -16,7 +16,7 @@ type Config struct {
 	TPM         int          // estimated tokens per minute, per model; 0: unknown
 	Concurrency int          // requests in flight per model at most; 0: no limit here (the caller bounds it)
 	Adapt       bool         // learn the server's limits from its refusals and headers
-	Margin      float64      // fraction of a told RPM/TPM kept in reserve, so a window-counting server never sees one too many; 0..0.5
+	Margin      float64      // a told RPM/TPM is paced at limit/(1+Margin), so a window-counting server never sees one too many and a run takes at most 1+Margin the time the limit allows; 0..0.5
 	Logger      *slog.Logger // each change of an effective limit at info level; default discards
 	Shared      Sharer       // limits shared with other processes using the key (DESIGN §9); nil: this process alone
 }
@@ -108,12 +108,14 @@ func (l *Limiter) lane(model string) *lane {
 }
 
 // ceiling returns a told limit per minute as units per second less the
-// margin, +Inf when untold.
+// margin, +Inf when untold. The margin is taken as time: a run paced at
+// the ceiling takes 1+Margin the time the limit allows, no more (DESIGN
+// §5a), and keeps Margin/(1+Margin) of the rate in reserve.
 func (l *Limiter) ceiling(perMin int) float64 {
 	if perMin <= 0 {
 		return math.Inf(1)
 	}
-	return float64(perMin) / 60 * (1 - l.cfg.Margin)
+	return float64(perMin) / 60 / (1 + l.cfg.Margin)
 }
 
 func perMinute(perSecond float64) float64 {

@@ -1,6 +1,9 @@
 package pace
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // A Reading is what one response's headers say of one of the server's
 // windows (of requests or of tokens).
@@ -31,6 +34,10 @@ type window struct {
 	period time.Duration // the longest reset seen: a window lasts at least this
 	refill float64       // units a second a bucket gains back; 0: a wall
 	most   int           // the most a reading said was left
+	fine   bool          // a reset was given finer than in whole seconds
+	length time.Duration // the window's length, when told; 0 otherwise
+	fresh  bool          // renew began the window held: no reading of it yet
+	rolls  bool          // a reading falsified a wall: room comes back as it goes (a sliding window)
 }
 
 // guard is allowed for the way to the server: a reset counted from when a
@@ -52,20 +59,43 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 		w.limit = r.Limit
 	}
 	w.most = max(w.most, r.Left)
+	w.fine = w.fine || r.Reset%time.Second != 0
+	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.period = max(w.period, r.Reset, r.Window)
-	if w.refill == 0 && !w.reset.IsZero() && now.Before(w.reset) && reset.After(w.reset) && reset.Sub(w.reset) < w.period/2 {
-		// The same wall, its reset given in whole seconds (Kong, IETF):
-		// each reading bounds it from above; the earliest is the nearest.
+	w.falsify(r, sentAt, seq)
+	if w.refill == 0 && !w.fine && !w.reset.IsZero() && sentAt.Before(w.reset) &&
+		reset.After(w.reset) && reset.Sub(w.reset) <= w.period+w.guard() {
+		// The same wall, its reset given in whole seconds (Kong, IETF,
+		// GitHub): each reading bounds it from above, the earliest the
+		// nearest; a new wall's reset is a whole period on.
 		reset = w.reset
 	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
 }
 
+// falsify tells a sliding window (a log or counter, whose reset is when
+// all the room is back) from a wall: just after a wall's reset, a reading
+// shows about the whole limit left, less what was sent since; one that
+// shows far less says room comes back as it went, about limit/length a
+// second, and not at once at a reset. A request sent within the guard of
+// the reset may have been counted in the old window: it proves nothing.
+func (w *window) falsify(r Reading, sentAt time.Time, seq float64) {
+	if w.fresh && w.limit > 0 && !sentAt.Before(w.at.Add(w.guard())) &&
+		float64(r.Left) < w.left-(seq-w.seq)-max(2, float64(w.limit)/10) {
+		w.rolls = true
+	}
+	w.fresh = false
+	if w.rolls {
+		w.refill = max(w.refill, float64(w.limit)/cmp.Or(w.length, w.period).Seconds())
+	}
+}
+
 // judge tells a bucket from a wall by how the reset moved since the
 // reading held: a wall's reset comes nearer as time passes, a bucket's is
 // the time to refill what is used, so it keeps in step with Limit-Left.
-// Whichever the new reading is nearer to, by more than timing noise, wins.
+// Whichever the new reading is nearer to, by more than timing noise (or
+// than a whole second, for a reset given in seconds), wins.
 func (w *window) judge(r Reading, sentAt time.Time) {
 	used, usedThen := float64(w.limit-r.Left), float64(w.limit)-w.left
 	if w.reset.IsZero() || w.limit <= 0 || used <= 0 || usedThen <= 0 {
@@ -74,7 +104,11 @@ func (w *window) judge(r Reading, sentAt time.Time) {
 	then := w.reset.Sub(w.at) - w.guard()
 	asBucket := time.Duration(float64(then) * used / usedThen)
 	asWall := then - sentAt.Sub(w.at)
-	if d := asBucket - asWall; d < 20*time.Millisecond && d > -20*time.Millisecond {
+	noise := 20 * time.Millisecond
+	if !w.fine && w.length > 0 {
+		noise = time.Second // resets in whole seconds of a told window tell nothing finer
+	}
+	if d := asBucket - asWall; d < noise && d > -noise {
 		return // too near to tell
 	}
 	if (r.Reset - asBucket).Abs() < (r.Reset - asWall).Abs() {
@@ -130,6 +164,7 @@ func (w *window) renew(now time.Time, count float64) {
 	}
 	began := w.reset.Add(now.Sub(w.reset) / w.period * w.period)
 	w.left, w.seq, w.at, w.reset = float64(w.limit), count, began, began.Add(w.period)
+	w.fresh = true
 }
 
 // spentClaim reports whether r says the window is spent although the

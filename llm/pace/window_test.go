@@ -46,6 +46,10 @@ func TestWindowRoom(t *testing.T) {
 			[]read{{Reading{Told: true, Limit: 1000, Left: 800, Reset: 10 * time.Second}, 0, 10 * time.Millisecond, 200},
 				{Reading{Told: true, Limit: 1000, Left: 0, Reset: 9 * time.Second}, time.Second, 1010 * time.Millisecond, 1000}},
 			1100 * time.Millisecond, 1000, 100, 0, false, 8900 * time.Millisecond},
+		{"a wall told in whole seconds: the earliest reset bounds it, a late reading does not push it on",
+			[]read{{Reading{Told: true, Limit: 20, Left: 19, Reset: time.Second}, 0, 50 * time.Millisecond, 1},
+				{Reading{Told: true, Limit: 20, Left: 0, Reset: time.Second}, 978 * time.Millisecond, 1028 * time.Millisecond, 20}},
+			1028 * time.Millisecond, 20, 1, 0, true, 0},
 		{"a bucket: its reset is the time to full, and it refills as it goes",
 			[]read{{Reading{Told: true, Limit: 1000, Left: 800, Reset: 2 * time.Second}, 0, 10 * time.Millisecond, 200},
 				{Reading{Told: true, Limit: 1000, Left: 0, Reset: 10 * time.Second}, time.Second, 1010 * time.Millisecond, 1200}},
@@ -129,5 +133,22 @@ func TestConcurrency(t *testing.T) {
 	c.tick(at(time.Duration(maxPatience/2)*time.Second), time.Second)
 	if c.limit(t0) != 7 {
 		t.Errorf("a cap held back requests for long: limit %d, want probed to 7", c.limit(t0))
+	}
+}
+
+// A sliding log's reset is when all its room is back: a reading sent just
+// after what looked like a wall's reset, with nothing left, shows room
+// comes back as it went, not at the next reset.
+func TestWindowSlidingIsNoWall(t *testing.T) {
+	var w window
+	w.read(Reading{Told: true, Limit: 20, Left: 19, Reset: time.Second}, at(0), at(50*time.Millisecond), 1)
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: time.Second}, at(950*time.Millisecond), at(time.Second), 20)
+	if ok, _ := w.room(at(1030*time.Millisecond), 20, 1, 0); !ok {
+		t.Fatal("no room after the reset")
+	}
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: time.Second}, at(1030*time.Millisecond), at(1080*time.Millisecond), 21)
+	ok, wait := w.room(at(1060*time.Millisecond), 21, 1, 0)
+	if ok || wait > 100*time.Millisecond {
+		t.Errorf("room = %v, %v; want none, for a twentieth of a second or so (not until the reset a second on)", ok, wait)
 	}
 }
