@@ -87,9 +87,10 @@ func TestTakeIsShared(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// 1.5 s at 20/s with no burst: 30, give or take the edges.
-	if taken < 25 || taken > 33 {
-		t.Errorf("three stores took %d requests in 1.5s from a lane of 20/s, want about 30", taken)
+	// 1.5 s at 20/s with no burst: 30 at most, give or take the edges
+	// (fewer on a loaded machine); alone, each store would take as many.
+	if taken == 0 || taken > 33 {
+		t.Errorf("three stores took %d requests in 1.5s from a lane of 20/s, want 30 at most between them", taken)
 	}
 }
 
