@@ -111,8 +111,8 @@ func (e *APIError) Error() string {
 // Unwrap returns the transport cause, if any.
 func (e *APIError) Unwrap() error { return e.Err }
 
-// ErrStopped is returned by waits when the [Limiter] has been closed: the run
-// takes no new work.
+// ErrStopped is returned by [Client.Do] when the request's Drain was closed
+// before its next attempt: the run takes no new work.
 var ErrStopped = errors.New("llm: stopped: no new requests are sent")
 
 // classify turns a non-2xx response into an APIError. now is the local time
