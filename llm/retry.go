@@ -32,73 +32,110 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if err := c.health.broken(c.cfg.BreakAfter); err != nil {
 			return nil, n - 1, err
 		}
-		// The key first: waiting for a resting key must not hold a permit,
-		// or every waiter would go at once when the key is back.
-		ki, key, err := c.pickKey(waitCtx)
+		t, err := c.try(ctx, waitCtx, req)
 		if err != nil {
 			return nil, n - 1, stopped(drained(ctx, err), last)
 		}
-		p, err := c.cfg.Limiter.Acquire(waitCtx, req.Model, req.Tokens)
-		if err == nil && waitCtx.Err() != nil { // drained as the permit came
-			p.Release()
-			err = waitCtx.Err()
-		}
-		if err != nil {
-			return nil, n - 1, stopped(drained(ctx, err), last)
-		}
-		c.stats.attempts.Add(1)
-		sent := time.Now()
-		resp, err := c.attempt(ctx, req.Body, key)
-		if ae := (*APIError)(nil); errors.As(err, &ae) {
-			ae.settle(req.Tokens)
-		}
-		hold := c.report(p, resp, err, ki >= 0)
-		if err == nil {
-			return resp, n, nil
+		if t.err == nil {
+			return t.resp, n, nil
 		}
 		if ctx.Err() != nil {
 			return nil, n, ctx.Err()
 		}
-		if errors.As(err, &last) && ki >= 0 && c.keyFailed(ki, last) {
-			// A refused key is dropped (no more than once a key), a busy one
-			// rests; another key takes the next attempt at once.
-			if last.Kind != RateLimited || n < c.maxAttempts() {
-				continue
-			}
+		if !errors.As(t.err, &last) {
+			return nil, n, t.err
 		}
-		if !errors.As(err, &last) || !last.Kind.Retryable() {
-			return nil, n, err
+		// A refused key is dropped (no more than once a key), a busy one
+		// rests; another key takes the next attempt at once.
+		if t.ki >= 0 && c.keyFailed(t.ki, last) && (last.Kind != RateLimited || n < c.maxAttempts()) {
+			continue
 		}
-		// A 429 counts only if nothing got through in the last minute (since
-		// the request began, if later): the pause a 429 sets holds the other
-		// requests too, so a shorter look would miss them.
-		since := sent.Add(-time.Minute)
-		if since.Before(began) {
-			since = began
+		if !last.Kind.Retryable() {
+			return nil, n, t.err
 		}
-		if last.Kind != RateLimited || !c.health.gotThrough(since) {
-			tries++
-		}
+		tries += c.counted(last, t.sent, began)
 		if tries >= c.cfg.MaxAttempts || n >= c.maxAttempts() {
-			return nil, n, err
+			return nil, n, t.err
 		}
-		d := c.retryDelay(tries, last, hold)
-		if last.Kind == RateLimited && hold == 0 && !last.tokenLimit && ki < 0 {
-			c.cfg.Limiter.Pause(req.Model, d) // every worker of this model waits
-		}
-		c.stats.retried(last, d)
-		source := "backoff"
-		if last.RetryAfter > 0 {
-			source = last.hintFrom
-		} else if last.Kind == RateLimited && hold > 0 {
-			source = "limiter"
-		}
-		c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
-			"kind", last.Kind.String(), "delay", d, "source", source)
+		d := c.backOff(req, n, tries, last, t)
 		if err := sleep(waitCtx, d); err != nil {
 			return nil, n, stopped(drained(ctx, err), last)
 		}
 	}
+}
+
+// tried is one attempt of [Client.Do]: its answer or error, when it was
+// sent, the key it used (-1: the only one) and how long the limiter says
+// the request should hold before the next.
+type tried struct {
+	resp *Response
+	err  error
+	sent time.Time
+	ki   int
+	hold time.Duration
+}
+
+// try waits for a key and the limiter (on waitCtx, which a drain ends) and
+// makes one attempt (on ctx). Its error is that of a wait; the attempt's
+// own is in the result.
+func (c *Client) try(ctx, waitCtx context.Context, req *Request) (tried, error) {
+	// The key first: waiting for a resting key must not hold a permit,
+	// or every waiter would go at once when the key is back.
+	ki, key, err := c.pickKey(waitCtx)
+	if err != nil {
+		return tried{}, err
+	}
+	p, err := c.cfg.Limiter.Acquire(waitCtx, req.Model, req.Tokens)
+	if err == nil && waitCtx.Err() != nil { // drained as the permit came
+		p.Release()
+		err = waitCtx.Err()
+	}
+	if err != nil {
+		return tried{}, err
+	}
+	c.stats.attempts.Add(1)
+	t := tried{ki: ki, sent: time.Now()}
+	t.resp, t.err = c.attempt(ctx, req.Body, key)
+	if ae := (*APIError)(nil); errors.As(t.err, &ae) {
+		ae.settle(req.Tokens)
+	}
+	t.hold = c.report(p, t.resp, t.err, ki >= 0)
+	return t, nil
+}
+
+// counted returns 1 when a failed attempt sent at sent counts against
+// MaxAttempts, 0 when not: a 429 counts only if nothing got through in the
+// last minute (since the request began, if later), since the pause a 429
+// sets holds the other requests too, so a shorter look would miss them.
+func (c *Client) counted(last *APIError, sent, began time.Time) int {
+	since := sent.Add(-time.Minute)
+	if since.Before(began) {
+		since = began
+	}
+	if last.Kind == RateLimited && c.health.gotThrough(since) {
+		return 0
+	}
+	return 1
+}
+
+// backOff returns how long to wait before the next attempt after t failed
+// with last, pauses the model for a request-429 the limiter said nothing
+// of, and counts and logs the retry.
+func (c *Client) backOff(req *Request, n, tries int, last *APIError, t tried) time.Duration {
+	d := c.retryDelay(tries, last, t.hold)
+	if last.Kind == RateLimited && t.hold == 0 && !last.tokenLimit && t.ki < 0 {
+		c.cfg.Limiter.Pause(req.Model, d) // every worker of this model waits
+	}
+	c.stats.retried(last, d)
+	source := "backoff"
+	if last.RetryAfter > 0 {
+		source = last.hintFrom
+	} else if last.Kind == RateLimited && t.hold > 0 {
+		source = "limiter"
+	}
+	c.log.Debug("retry", "request", req.Label, "attempt", n, "status", last.Status,
+		"kind", last.Kind.String(), "delay", d, "source", source)
+	return d
 }
 
 // maxAttempts bounds the attempts of one request, counted or not: a
