@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmbatch/llmbatch/batch/batchapi"
+	"github.com/llmbatch/llmbatch/internal/durable"
 	"github.com/llmbatch/llmbatch/internal/jsonl"
 	"github.com/llmbatch/llmbatch/llm"
 )
@@ -170,7 +171,7 @@ func (sp *shardPlanner) finish(plan batchapi.Plan) error {
 		err = os.Rename(tmp, metaPath(plan.Path))
 	}
 	if err == nil {
-		err = syncDir(sp.cfg.Dir)
+		err = durable.SyncDir(sp.cfg.Dir)
 	}
 	if err != nil {
 		return &WriteError{err}
@@ -295,19 +296,3 @@ func (o *offload) writing(fn func(emit func(outcome) error) error) error {
 
 // drain is the writer's stage over results, until it is closed.
 func (w *writer) drain(results <-chan outcome) error { return w.run(results) }
-
-// syncDir fsyncs a directory so that a file renamed in it survives a
-// crash; where a directory cannot be opened for that (Windows), it does
-// nothing.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	err = d.Sync()
-	d.Close()
-	if errors.Is(err, os.ErrInvalid) {
-		return nil
-	}
-	return err
-}

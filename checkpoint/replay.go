@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 
+	"github.com/llmbatch/llmbatch/internal/durable"
 	"github.com/llmbatch/llmbatch/internal/jsonl"
 )
 
@@ -165,7 +165,7 @@ func (j *Journal) create(s Settings) error {
 	if _, err := j.f.Seek(0, io.SeekEnd); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(j.path))
+	return durable.SyncDir(filepath.Dir(j.path))
 }
 
 // truncate cuts the file at end, dropping a torn last line, and syncs the cut so that records appended
@@ -178,22 +178,5 @@ func (j *Journal) truncate(end int64) error {
 		return err
 	}
 	_, err := j.f.Seek(end, io.SeekStart)
-	return err
-}
-
-// syncDir fsyncs a directory so that a file created in it survives a crash. Windows cannot open a directory
-// for that, and its file systems make new entries durable themselves, so there it does nothing.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
 	return err
 }

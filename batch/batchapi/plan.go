@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/llmbatch/llmbatch/internal/durable"
 	"github.com/llmbatch/llmbatch/llm"
 )
 
@@ -272,7 +273,7 @@ func (p *Planner) finish() (*Plan, error) {
 		if err := os.Rename(tmp, done.Path); err != nil {
 			return nil, p.fail("rename "+tmp, err)
 		}
-		if err := syncDir(p.cfg.Dir); err != nil {
+		if err := durable.SyncDir(p.cfg.Dir); err != nil {
 			return nil, p.fail("sync "+p.cfg.Dir, err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 
 	"github.com/llmbatch/llmbatch/llm"
 )
@@ -99,22 +98,4 @@ func Verify(path, hash string) (int64, error) {
 		return n, fmt.Errorf("%w: %s has SHA-256 %.16s…, the journal planned %.16s…", ErrHashMismatch, path, got, hash)
 	}
 	return n, nil
-}
-
-// syncDir fsyncs a directory so that a file renamed in it survives a crash.
-// Windows cannot open a directory for that, and its file systems make new
-// entries durable themselves, so there it does nothing.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
