@@ -47,21 +47,32 @@ func (s *spending) Dollars() (float64, int64) {
 	return s.dollars, s.unknown
 }
 
+// answerPrice returns the price of an answer with usage u: the answering
+// model's (the server's name for it, else the one asked for: they differ
+// after a fallback, or by a version suffix). ok is false when there is
+// nothing to count: no usage, no price table, or no price for either
+// model, which is counted as a cost unknown.
+func (c *Config) answerPrice(asked, answered string, u *usage) (p Price, ok bool) {
+	if u == nil || c.Price == nil {
+		return p, false
+	}
+	if p, ok = c.Price(answered); !ok {
+		p, ok = c.Price(asked)
+	}
+	if !ok {
+		c.Counters.Cost.addUnknown()
+	}
+	return p, ok
+}
+
 // spend counts the cost of one answered item, at the price of the model
 // that answered (the server's name for it, else the one asked for: they
 // differ after a fallback, or by a version suffix), and stops the run once
 // the budget is spent; requests already in flight still finish and are
 // written. The budget is per run: a rerun starts from zero.
 func (r *run) spend(asked, answered string, u *usage) {
-	if u == nil || r.cfg.Price == nil {
-		return
-	}
-	p, ok := r.cfg.Price(answered)
+	p, ok := r.cfg.answerPrice(asked, answered, u)
 	if !ok {
-		p, ok = r.cfg.Price(asked)
-	}
-	if !ok {
-		r.cfg.Counters.Cost.addUnknown()
 		return
 	}
 	total := r.cfg.Counters.Cost.add(p.Cost(int64(u.PromptTokens), int64(u.CompletionTokens)))

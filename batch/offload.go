@@ -310,15 +310,8 @@ func (o *offload) sleep(ctx context.Context, d time.Duration) error {
 // spend counts the cost of one answer at batch prices: the model's online
 // price (the answering model's, else the one asked for) times the factor.
 func (o *offload) spend(asked, answered string, u *usage) {
-	if u == nil || o.cfg.Price == nil {
-		return
-	}
-	p, ok := o.cfg.Price(answered)
+	p, ok := o.cfg.answerPrice(asked, answered, u)
 	if !ok {
-		p, ok = o.cfg.Price(asked)
-	}
-	if !ok {
-		o.cfg.Counters.Cost.addUnknown()
 		return
 	}
 	bp := batchapi.Price{In: p.In, Out: p.Out}.AtBatch(o.api.PriceFactor)
