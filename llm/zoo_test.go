@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -137,7 +138,7 @@ func runZoo(t *testing.T, c zooCell) zooResult {
 	r := zooResult{cell: c, ideal: mock.Ideal(c.mock, c.prompts, c.workers), even: mock.Ideal(even, c.prompts, c.workers)}
 	synctest.Test(t, func(t *testing.T) {
 		h := mock.New(c.mock)
-		client, err := llm.New(llm.Config{BaseURL: "http://zoo/v1", HTTPClient: zooTransport{h}, Limiter: zooLimiter(c),
+		client, err := llm.New(llm.Config{BaseURL: "http://zoo/v1", HTTPClient: zooTransport{h}, Limiter: zooLimiter(t, c),
 			Concurrency: c.workers, Timeout: 10 * time.Minute, MaxAttempts: 6, Backoff: llm.FullJitter(time.Second, time.Minute)})
 		if err != nil {
 			t.Fatal(err)
@@ -169,13 +170,40 @@ func runZoo(t *testing.T, c zooCell) zooResult {
 
 // zooLimiter is the limiter cmd builds: adapting, with its 3% margin, told
 // the true limit per minute or nothing.
-func zooLimiter(c zooCell) *llm.Limiter {
-	cfg := llm.LimiterConfig{Concurrency: c.workers, Adapt: true, Margin: 0.03}
+func zooLimiter(t *testing.T, c zooCell) *llm.Limiter {
+	cfg := llm.LimiterConfig{Concurrency: c.workers, Adapt: true, Margin: 0.03, Logger: zooTrace(t, c)}
 	if c.told {
 		perMinute := func(n int) int { return int(int64(n) * int64(time.Minute) / int64(c.mock.Window)) }
 		cfg.RPM, cfg.TPM = perMinute(c.mock.RPM), perMinute(c.mock.TPM)
 	}
 	return llm.NewLimiterConfig(cfg)
+}
+
+// zooTrace is a logger of every change of pace, at its fake time since the
+// start, for the cells whose name holds LLMBATCH_ZOO_TRACE; nil for others.
+func zooTrace(t *testing.T, c zooCell) *slog.Logger {
+	want := os.Getenv("LLMBATCH_ZOO_TRACE")
+	if want == "" || !strings.Contains(c.name(), want) {
+		return nil
+	}
+	start := time.Now()
+	return slog.New(slog.NewTextHandler(traceWriter{t, start}, &slog.HandlerOptions{Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Duration("t", time.Since(start).Round(time.Millisecond))
+			}
+			return a
+		}}))
+}
+
+type traceWriter struct {
+	t     *testing.T
+	start time.Time
+}
+
+func (w traceWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // zooDo sends one prompt as batch does, its tokens estimated as batch's.

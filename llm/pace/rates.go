@@ -92,6 +92,8 @@ func (ln *lane) logged(what string, q *quantity, now time.Time, burst int) {
 	if was == is {
 		return
 	}
+	ln.l.log.Debug("pace", "model", ln.model, "limit", what, "from", perMinuteText(was), "to", perMinuteText(is),
+		"good", perMinuteText(q.est.good), "bad", perMinuteText(q.est.bad), "span", q.est.span)
 	switch {
 	case is < was:
 		ln.l.log.Info("limit lowered after a 429", "model", ln.model, "limit", what, "to", perMinuteText(is))
