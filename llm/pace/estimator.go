@@ -56,6 +56,7 @@ type estimator struct {
 	cut      pending       // a refusal episode's cut, to decide when its hold is over
 	share    float64       // the share of units refused in the epoch of the last cut
 	noisy    int           // cuts in a row after which the share refused did not fall
+	climbs   int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
 	ep       epoch
 }
 
@@ -109,8 +110,8 @@ func (e *estimator) stretch(d time.Duration) { e.span = min(max(e.span, d), maxS
 // that counts refused requests too keeps a client that pushes on locked
 // out). The first refusal of an epoch starts an episode: the pace drops a
 // tenth at once, and the cut is decided when the hold is over (see
-// decide), when what was sent before it has been answered. It returns 0
-// for a refusal that is old news or of the same episode.
+// decide), when what was sent before it has been answered. A refusal of
+// the same episode gets what is left of its hold; one that is old news, 0.
 func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration) (hold time.Duration) {
 	if sentAt.Before(e.ep.start) || !e.adapt {
 		return 0
@@ -118,7 +119,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.ep.refused += n
 	e.ep.answers++
 	if !e.cut.decideAt.IsZero() {
-		return 0
+		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
 	}
 	hold = 250 * time.Millisecond
 	if e.locked > 0 {
@@ -154,17 +155,43 @@ func (e *estimator) decide(now time.Time) {
 		e.shift(now, e.rate)
 		return
 	}
-	next, bad := cutLeast*cut.sentRate, cut.sentRate
-	if e.ep.answers >= minAnswers {
-		okRate := e.ep.admitted / max(cut.at.Sub(e.ep.start)-e.ep.held, minSpan).Seconds()
-		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
-		bad = min(bad, max(okRate, next))
+	next, bad := e.bracket(cut)
+	if cut.sentRate <= e.good {
+		e.good = 0 // refused at a pace once held: a burst allowance held it
 	}
 	if e.probing {
 		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
 	}
 	e.bad, e.held = bad, 0
 	e.shift(now, max(next, minRate, e.floor))
+}
+
+// bracket returns the pace after the cut and the rate to count as
+// refused. Before its first refusal an epoch admits all it sends, so what
+// it admitted says something of the server's rate only over a span or
+// more: then the cut is to a little under it. A refusal sooner after a
+// step up says only that the rate lies between the pace held before
+// (good) and the one refused: the search goes on between them. The first
+// refusal of all, with no pace yet, says nothing of the rate but that the
+// server's allowance is spent: the pace starts from what it admitted in a
+// second and searches up from there at the doubling step.
+func (e *estimator) bracket(cut pending) (next, bad float64) {
+	next, bad = cutLeast*cut.sentRate, cut.sentRate
+	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
+	switch {
+	case e.ep.answers < minAnswers:
+	case math.IsInf(cut.rate, 1):
+		e.climbs = 4
+		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
+	case elapsed >= e.span:
+		okRate := e.ep.admitted / elapsed.Seconds()
+		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
+		bad = min(bad, max(okRate, next))
+	case e.good > 0 && e.good < cut.sentRate:
+		next = min(max(e.good, cutDeep*cut.sentRate), next)
+	}
+	e.climbs = 0
+	return next, bad
 }
 
 // noise reports whether refusals come whatever the pace: the share
@@ -228,12 +255,12 @@ func (e *estimator) up() float64 {
 	e.good = max(e.good, e.rate)
 	switch {
 	case e.bad == 0:
-		return e.rate * climb
+		return e.rate * e.step()
 	case e.rate >= e.bad:
 		// A probe at the refused rate held: the limit has risen, or the
 		// refusal measured it low. Climb, and probe sooner next time.
 		e.bad, e.patience = 0, firstPatience
-		return e.rate * climb
+		return e.rate * e.step()
 	case e.rate < nearBad*e.bad:
 		return (e.rate + e.bad) / 2
 	case e.held < e.patience:
@@ -242,6 +269,15 @@ func (e *estimator) up() float64 {
 	}
 	e.held = 0
 	return e.bad
+}
+
+// step is the factor of the next step up with no refusal known: a tenth,
+// doubling with each step in a row, up to twice the pace, so that a pace
+// far under the limit finds it in a few spans.
+func (e *estimator) step() float64 {
+	f := 1 + (climb-1)*float64(int(1)<<min(e.climbs, 4))
+	e.climbs++
+	return min(f, 2)
 }
 
 // shift starts a new epoch at pace rate from start.

@@ -81,10 +81,24 @@ func TestEstimator(t *testing.T) {
 			newEstimator(97, true, t0), cat(
 				[]step{{what: "send", n: 40}},
 				repeat(20, 10*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
-				[]step{{what: "refused", send: 200 * time.Millisecond, seen: 210 * time.Millisecond, n: 1, hint: time.Second}},
-				// Sent at 97/s, 20 admitted in the first second: 0.95 * 20,
-				// bounded below by a quarter of 97.
-				[]step{{what: "tick", seen: 1210 * time.Millisecond}}), 97 * cutDeep},
+				[]step{{what: "refused", send: 1200 * time.Millisecond, seen: 1210 * time.Millisecond, n: 1}},
+				// 40 sent and 20 admitted in 1.21 s: 0.95 * 20/1.21
+				// (more than a quarter of the 33/s sent).
+				[]step{{what: "tick", seen: 1500 * time.Millisecond}}), cutTo * 20 / 1.21},
+		{"a refusal soon after a step up: back to the pace held, the search goes on between",
+			estimator{ceil: inf, adapt: true, rate: 30, good: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}, cat(
+				repeat(10, 30*time.Millisecond, step{what: "send", n: 1}),
+				repeat(9, 30*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
+				[]step{{what: "refused", send: 270 * time.Millisecond, seen: 290 * time.Millisecond, n: 1}},
+				[]step{{what: "tick", seen: 600 * time.Millisecond}}), 20},
+		{"the first refusal of all: what was admitted in a second, then a doubling search",
+			newEstimator(inf, true, t0), cat(
+				[]step{{what: "send", n: 12}},
+				repeat(8, 0, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
+				repeat(4, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
+				[]step{{what: "tick", seen: 300 * time.Millisecond}},
+				repeat(20, 100*time.Millisecond, step{what: "send", n: 1}),
+				[]step{{what: "tick", seen: 1300 * time.Millisecond}}), 16},
 		{"a refusal of a request sent before the epoch is old news",
 			estimator{ceil: inf, adapt: true, rate: 10, span: time.Second, patience: firstPatience, ep: epoch{start: at(time.Second)}},
 			[]step{{what: "refused", send: 900 * time.Millisecond, seen: 1100 * time.Millisecond, n: 1}}, 10},

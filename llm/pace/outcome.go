@@ -111,6 +111,12 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if !o.Tokens {
 		ln.pause(hold)
 	}
+	if hold == 0 && ln.l.cfg.Adapt {
+		// Old news: the lane has cut for it already. The request goes
+		// again after the pause, at the pace now, not after a backoff
+		// of its own (which the client would make the lane's pause).
+		hold = max(ln.until.Sub(now), time.Millisecond)
+	}
 	return hold
 }
 

@@ -23,10 +23,12 @@ func (ln *lane) takePaces(ctx context.Context, tokens int, since time.Time) erro
 // later requests wait out: the pace holds over time, as servers counting
 // per window see it. Waiters do not queue: each sleeps until the units
 // could be there and tries again, so a pace raised meanwhile is felt at
-// once, and a request that has waited as long as its units take to earn
-// (since it began to wait, at since) reserves them ahead of smaller ones,
-// so it is not starved. lim is read each time round: the estimator may
-// replace it.
+// once. One that has waited as long as its units take to earn (since it
+// began to wait, at since) may take them ahead, as a debt, so that smaller
+// ones do not starve it, but only a debt about its own size: a queue of
+// debts would hold the requests behind it at the pace they were taken at,
+// however the pace rose since. lim is read each time round: the estimator
+// may replace it.
 func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since time.Time) error {
 	for {
 		ln.mu.Lock()
@@ -38,16 +40,19 @@ func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since
 		r, k := float64(l.Limit()), min(n, l.Burst())
 		patience := time.Duration(float64(n) / r * float64(time.Second))
 		if l.TokensAt(now) >= float64(k) || now.Sub(since) >= patience {
-			d := l.ReserveN(now, k).DelayFrom(now)
-			for left := n - k; left > 0; left -= l.Burst() {
-				l.ReserveN(now, min(left, l.Burst()))
+			res := l.ReserveN(now, k)
+			if d := res.DelayFrom(now); d <= 2*patience+time.Millisecond {
+				for left := n - k; left > 0; left -= l.Burst() {
+					l.ReserveN(now, min(left, l.Burst()))
+				}
+				ln.mu.Unlock()
+				return sleep(ctx, d, nil)
 			}
-			ln.mu.Unlock()
-			return sleep(ctx, d, nil)
+			res.CancelAt(now)
 		}
 		d := time.Duration((float64(k) - l.TokensAt(now)) / r * float64(time.Second))
 		ln.mu.Unlock()
-		if err := sleep(ctx, min(max(d, time.Millisecond), patience-now.Sub(since)), wake); err != nil {
+		if err := sleep(ctx, max(d, time.Millisecond), wake); err != nil {
 			return err
 		}
 	}
