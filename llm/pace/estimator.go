@@ -22,6 +22,7 @@ const (
 	minRate       = 1.0 / 60 // a unit a minute
 	minAnswers    = 8        // answers in an epoch that make its admitted share a measure
 	minLocked     = 3        // refusals, with nothing admitted, that show a lockout
+	maxNoise      = 0.6      // a share refused this high is a limit, however it falls
 )
 
 // An estimator decides the pace of one quantity of a lane (requests or
@@ -147,11 +148,14 @@ func (e *estimator) decide(now time.Time) {
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
 	if e.ep.answers < minAnswers && !locked {
 		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
+		if e.ep.refused > e.ep.admitted {
+			e.rate = cutLeast * cut.rate // but mostly refused: the tenth off stays
+		}
 		return
 	}
 	if locked {
 		e.locked++ // the next hold is a whole span
-	} else if e.locked = 0; e.noise() {
+	} else if e.locked = 0; e.ep.held <= cut.at.Sub(e.ep.start)/2 && e.noise() {
 		e.shift(now, e.rate)
 		return
 	}
@@ -183,6 +187,13 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	case math.IsInf(cut.rate, 1):
 		e.climbs = 4
 		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
+	case e.ep.refused > e.ep.admitted || e.ep.held > elapsed:
+		// Mostly refused or held: the pace is far over. What the server
+		// let through over the whole epoch, holds and all, is its
+		// measure.
+		okRate := e.ep.admitted / max(cut.at.Sub(e.ep.start), minSpan).Seconds()
+		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
+		bad = min(bad, max(okRate, next))
 	case elapsed >= e.span:
 		okRate := e.ep.admitted / elapsed.Seconds()
 		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
@@ -195,12 +206,14 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 }
 
 // noise reports whether refusals come whatever the pace: the share
-// refused has not fallen after two cuts in a row. Such a server is not
+// refused has not fallen after two cuts in a row, and is not most of
+// what was sent (an epoch spent mostly held by refusals is not asked:
+// its pace is far over a limit). Such a server is not
 // limiting a rate, and cutting on would only starve the run: the pace
 // holds, and each refusal costs its own hold.
 func (e *estimator) noise() bool {
 	share := e.ep.refused / max(e.ep.admitted+e.ep.refused, 1)
-	if e.share > 0 && share >= 0.95*e.share {
+	if e.share > 0 && share >= 0.95*e.share && share < maxNoise {
 		e.noisy++
 	} else {
 		e.noisy = 0
@@ -239,8 +252,8 @@ func (e *estimator) tick(now time.Time) {
 		return
 	}
 	e.ep.judged = now
-	if e.ep.sent < 0.9*e.rate*now.Sub(e.ep.start).Seconds() {
-		return
+	if e.ep.sent < 0.9*e.rate*now.Sub(e.ep.start).Seconds() || e.ep.answers < minAnswers {
+		return // a pace not used, or too slow to have said anything yet
 	}
 	if next := min(e.up(), e.ceil); next != e.rate {
 		e.probing = next == e.bad

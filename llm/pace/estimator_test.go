@@ -46,6 +46,16 @@ func repeat(k int, every time.Duration, s step) []step {
 	return out
 }
 
+// sendOK returns k requests sent every every, each admitted 10 ms later.
+func sendOK(k int, every time.Duration) []step {
+	var out []step
+	for i := range k {
+		sent := time.Duration(i) * every
+		out = append(out, step{what: "send", n: 1}, step{what: "ok", send: sent, seen: sent + 10*time.Millisecond, n: 1})
+	}
+	return out
+}
+
 func cat(parts ...[]step) []step {
 	var out []step
 	for _, p := range parts {
@@ -97,31 +107,31 @@ func TestEstimator(t *testing.T) {
 				repeat(8, 0, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
 				repeat(4, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
 				[]step{{what: "tick", seen: 300 * time.Millisecond}},
-				repeat(20, 100*time.Millisecond, step{what: "send", n: 1}),
+				sendOK(20, 100*time.Millisecond),
 				[]step{{what: "tick", seen: 1300 * time.Millisecond}}), 16},
 		{"a refusal of a request sent before the epoch is old news",
 			estimator{ceil: inf, adapt: true, rate: 10, span: time.Second, patience: firstPatience, ep: epoch{start: at(time.Second)}},
 			[]step{{what: "refused", send: 900 * time.Millisecond, seen: 1100 * time.Millisecond, n: 1}}, 10},
 		{"a span held and used climbs halfway to the rate refused",
 			estimator{ceil: inf, adapt: true, rate: 10, bad: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}},
-			cat(repeat(10, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 15},
+			cat(sendOK(10, 100*time.Millisecond), []step{{what: "tick", seen: time.Second}}), 15},
 		{"a span not used does not climb: raising a pace nobody reached tests nothing",
 			estimator{ceil: inf, adapt: true, rate: 10, bad: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}},
 			cat(repeat(3, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 10},
 		{"settled near the rate refused: it holds for its patience",
 			estimator{ceil: inf, adapt: true, rate: 19.5, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
-			cat(repeat(40, 100*time.Millisecond, step{what: "send", n: 1}),
+			cat(sendOK(40, 100*time.Millisecond),
 				[]step{{what: "tick", seen: time.Second}, {what: "tick", seen: 2 * time.Second}}), 19.5},
 		{"settled, its patience over: a probe at the rate refused",
 			estimator{ceil: inf, adapt: true, rate: 19.5, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
-			cat(repeat(60, 50*time.Millisecond, step{what: "send", n: 1}),
+			cat(sendOK(60, 50*time.Millisecond),
 				[]step{{what: "tick", seen: time.Second}, {what: "tick", seen: 2 * time.Second}, {what: "tick", seen: 3 * time.Second}}), 20},
 		{"a probe at the rate refused that holds: the limit rose, climb on",
 			estimator{ceil: inf, adapt: true, rate: 20, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
-			cat(repeat(20, 50*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 20 * climb},
+			cat(sendOK(20, 50*time.Millisecond), []step{{what: "tick", seen: time.Second}}), 20 * climb},
 		{"never over the ceiling",
 			estimator{ceil: 12, adapt: true, rate: 10, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
-			cat(repeat(10, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 12},
+			cat(sendOK(10, 100*time.Millisecond), []step{{what: "tick", seen: time.Second}}), 12},
 		{"not adapting: refusals change nothing", newEstimator(10, false, t0), cat(
 			repeat(20, 100*time.Millisecond, step{what: "send", n: 1}),
 			repeat(10, 100*time.Millisecond, step{what: "refused", seen: 10 * time.Millisecond, n: 1}),
