@@ -16,7 +16,7 @@ const (
 	nearBad       = 0.97 // a pace this close under the refused rate is settled
 	firstPatience = 4    // spans held at a settled pace before the next probe, at first;
 	maxPatience   = 64   // doubling with each probe refused, up to this
-	climb         = 1.1  // a step up when no refusal is known
+	climb         = 1.1  // twice the first step up (see step)
 	minSpan       = time.Second
 	maxSpan       = time.Minute
 	minRate       = 1.0 / 60 // a unit a minute
@@ -185,7 +185,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	switch {
 	case e.ep.answers < minAnswers:
 	case math.IsInf(cut.rate, 1):
-		e.climbs = 4
+		e.climbs = 5
 		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
 	case e.ep.refused > e.ep.admitted || e.ep.held > elapsed:
 		// Mostly refused or held: the pace is far over. What the server
@@ -261,9 +261,9 @@ func (e *estimator) tick(now time.Time) {
 	}
 }
 
-// up returns the next pace after one held for a span: halfway to the rate
-// last refused; when settled near it, the same pace for patience spans,
-// then a probe just over it; with no refusal known, a quarter more.
+// up returns the next pace after one held for a span: a step towards the
+// rate last refused (halfway at most); when settled near it, the same pace
+// for patience spans, then a probe at it; with no refusal known, a step.
 func (e *estimator) up() float64 {
 	e.good = max(e.good, e.rate)
 	switch {
@@ -275,7 +275,10 @@ func (e *estimator) up() float64 {
 		e.bad, e.patience = 0, firstPatience
 		return e.rate * e.step()
 	case e.rate < nearBad*e.bad:
-		return (e.rate + e.bad) / 2
+		// Towards the refused rate from below, by a step that grows
+		// while it holds: a probe that fails costs a hold, so the first
+		// ones are small (the limit is often just over the pace held).
+		return min((e.rate+e.bad)/2, e.rate*e.step())
 	case e.held < e.patience:
 		e.held++
 		return e.rate
@@ -284,11 +287,11 @@ func (e *estimator) up() float64 {
 	return e.bad
 }
 
-// step is the factor of the next step up with no refusal known: a tenth,
-// doubling with each step in a row, up to twice the pace, so that a pace
-// far under the limit finds it in a few spans.
+// step is the factor of the next step up: a twentieth, doubling with each
+// step in a row, up to twice the pace, so that a pace far under the limit
+// finds it in a few spans, and one just under it probes by little.
 func (e *estimator) step() float64 {
-	f := 1 + (climb-1)*float64(int(1)<<min(e.climbs, 4))
+	f := 1 + (climb-1)/2*float64(int(1)<<min(e.climbs, 5))
 	e.climbs++
 	return min(f, 2)
 }
