@@ -160,7 +160,7 @@ func (e *estimator) decide(now time.Time) {
 		return
 	}
 	next, bad := e.bracket(cut)
-	if cut.sentRate <= e.good {
+	if cut.sentRate <= e.good || (bad > 0 && e.good >= bad) {
 		e.good = 0 // refused at a pace once held: a burst allowance held it
 	}
 	if e.probing {
@@ -272,7 +272,7 @@ func (e *estimator) up() float64 {
 	case e.rate >= e.bad:
 		// A probe at the refused rate held: the limit has risen, or the
 		// refusal measured it low. Climb, and probe sooner next time.
-		e.bad, e.patience = 0, firstPatience
+		e.bad, e.patience, e.climbs = 0, firstPatience, 0
 		return e.rate * e.step()
 	case e.rate < nearBad*e.bad:
 		// Towards the refused rate from below, by a step that grows
