@@ -146,7 +146,8 @@ func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate = pending{}, cut.rate
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
-	if e.ep.answers < minAnswers && !locked {
+	stepped := e.good > 0 && e.good < cut.sentRate                         // refused over a pace held: back to it
+	if e.ep.answers < minAnswers && !locked && !stepped {
 		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
 		if e.ep.refused > e.ep.admitted {
 			e.rate = cutLeast * cut.rate // but mostly refused: the tenth off stays
@@ -182,8 +183,11 @@ func (e *estimator) decide(now time.Time) {
 func (e *estimator) bracket(cut pending) (next, bad float64) {
 	next, bad = cutLeast*cut.sentRate, cut.sentRate
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
+	few := e.ep.answers < minAnswers
 	switch {
-	case e.ep.answers < minAnswers:
+	case few && !(e.good > 0 && e.good < cut.sentRate):
+	case few:
+		next = min(max(e.good, cutDeep*cut.sentRate), next)
 	case math.IsInf(cut.rate, 1):
 		e.climbs = 5
 		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
