@@ -10,19 +10,20 @@ import (
 // without refusal moves the pace halfway to the rate last refused; near it,
 // the pace holds for a patience of spans before it probes again.
 const (
-	cutTo         = 0.95 // of the admitted rate, after a refusal
-	cutLeast      = 0.9  // of the rate sent: a refusal always lowers the pace this much
-	cutDeep       = 0.25 // of the rate sent: never lower it more in one step
-	nearBad       = 0.97 // a pace this close under the refused rate is settled
-	firstPatience = 4    // spans held at a settled pace before the next probe, at first;
-	maxPatience   = 64   // doubling with each probe refused, up to this
-	climb         = 1.1  // twice the first step up (see step)
-	minSpan       = time.Second
-	maxSpan       = time.Minute
-	minRate       = 1.0 / 60 // a unit a minute
-	minAnswers    = 8        // answers in an epoch that make its admitted share a measure
-	minLocked     = 3        // refusals, with nothing admitted, that show a lockout
-	maxNoise      = 0.6      // a share refused this high is a limit, however it falls
+	cutTo          = 0.95 // of the admitted rate, after a refusal
+	cutLeast       = 0.9  // of the rate sent: a refusal always lowers the pace this much
+	cutDeep        = 0.25 // of the rate sent: never lower it more in one step
+	nearBad        = 0.97 // a pace this close under the refused rate is settled
+	firstPatience  = 4    // spans held at a settled pace before the next probe, at first;
+	maxPatience    = 64   // doubling with each probe refused, up to this
+	climb          = 1.1  // twice the first step up (see step)
+	minSpan        = time.Second
+	maxSpan        = time.Minute
+	minRate        = 1.0 / 60 // a unit a minute
+	minAnswers     = 8        // answers in an epoch that make its admitted share a measure
+	minLocked      = 3        // refusals, with nothing admitted, that show a lockout
+	maxNoise       = 0.6      // a share refused this high is a limit, however it falls
+	sustainedShare = 0.8      // refused all along, admitting less than this share of the rate sent: the long run is the measure
 )
 
 // An estimator decides the pace of one quantity of a lane (requests or
@@ -58,6 +59,7 @@ type estimator struct {
 	share    float64       // the share of units refused in the epoch of the last cut
 	noisy    int           // cuts in a row after which the share refused did not fall
 	climbs   int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
+	long     longRun       // what was admitted and refused over the last minute or so
 	ep       epoch
 }
 
@@ -93,6 +95,7 @@ func (e *estimator) sent(n float64) {
 // answer but a refusal), observed at now, and how long they took.
 func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 	e.stretch(now.Sub(sentAt) * 2)
+	e.long.got.add(now, n)
 	if sentAt.Before(e.ep.start) {
 		return
 	}
@@ -114,7 +117,11 @@ func (e *estimator) stretch(d time.Duration) { e.span = min(max(e.span, d), maxS
 // decide), when what was sent before it has been answered. A refusal of
 // the same episode gets what is left of its hold; one that is old news, 0.
 func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration) (hold time.Duration) {
-	if sentAt.Before(e.ep.start) || !e.adapt {
+	if !e.adapt {
+		return 0
+	}
+	e.long.nays.add(now, n)
+	if sentAt.Before(e.ep.start) {
 		return 0
 	}
 	e.ep.refused += n
@@ -130,6 +137,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		hold = hint
 		e.stretch(2 * hint) // a window lasts at least the hint: judge over two
 	}
+	e.long.held.add(now, min(hold, maxSpan).Seconds())
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate}
 	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
 	return min(hold, maxSpan)
@@ -150,7 +158,7 @@ func (e *estimator) decide(now time.Time) {
 	if e.ep.answers < minAnswers && !locked && !stepped {
 		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
 		if e.ep.refused > e.ep.admitted {
-			e.rate = cutLeast * cut.rate // but mostly refused: the tenth off stays
+			e.rate = max(cut.rate/2, minRate, e.floor) // but mostly refused: far over, halve it
 		}
 		return
 	}
@@ -161,6 +169,12 @@ func (e *estimator) decide(now time.Time) {
 		return
 	}
 	next, bad := e.bracket(cut)
+	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
+		// Refused all along a horizon of many spans, the server let
+		// through clearly less than was sent: that is its rate, however
+		// each epoch's burst allowance made a pace look held.
+		next, bad = cutTo*r, min(bad, r)
+	}
 	if cut.sentRate <= e.good || (bad > 0 && e.good >= bad) {
 		e.good = 0 // refused at a pace once held: a burst allowance held it
 	}

@@ -1,0 +1,71 @@
+package pace
+
+import "time"
+
+// meterSlot is a meter's resolution; it keeps len(meter.slots) of them.
+const meterSlot = 200 * time.Millisecond
+
+// A meter counts units by when they happened, in fifths of a second over
+// the last 100 s or so, so that the estimator can look over a horizon
+// longer than one pace's epoch. Pure: time is passed in.
+type meter struct {
+	slots [512]float64
+	stamp [512]int64 // the slot number (time / meterSlot) each slot holds
+	first time.Time  // when the first unit was counted; zero: none yet
+}
+
+func slotOf(t time.Time) int64 { return t.UnixNano() / int64(meterSlot) }
+
+// add counts n units at now.
+func (m *meter) add(now time.Time, n float64) {
+	if m.first.IsZero() {
+		m.first = now
+	}
+	s := slotOf(now)
+	i := s % int64(len(m.slots))
+	if m.stamp[i] != s {
+		m.stamp[i], m.slots[i] = s, 0
+	}
+	m.slots[i] += n
+}
+
+// sum returns the units counted from from to to, in whole slots (the one
+// to falls in included), over the meter's memory at most.
+func (m *meter) sum(from, to time.Time) float64 {
+	hi := slotOf(to)
+	lo := max(slotOf(from), hi-int64(len(m.slots))+1)
+	total := 0.0
+	for s := lo; s <= hi; s++ {
+		if i := s % int64(len(m.slots)); m.stamp[i] == s {
+			total += m.slots[i]
+		}
+	}
+	return total
+}
+
+// memory is how far back a meter remembers.
+const memory = time.Duration(len(meter{}.slots)-1) * meterSlot
+
+// longRun is what an estimator's lane got over the last minute or so: the
+// units admitted and refused, and the seconds it held after refusals, by
+// when they happened.
+type longRun struct{ got, nays, held meter }
+
+// rate returns what the server admitted a second while it was sent to,
+// holds left out, over a horizon of 16 spans (8 s to the meter's memory);
+// ok only when the horizon is long enough and refusals came in both its
+// halves: the server was saturated all along, so what it let through is
+// its rate, with no burst allowance left to flatter it.
+func (l *longRun) rate(now time.Time, span time.Duration) (perSecond float64, ok bool) {
+	h := min(max(16*span, 8*time.Second), memory)
+	from := now.Add(-h)
+	if l.got.first.IsZero() || from.Before(l.got.first) {
+		return 0, false
+	}
+	mid := now.Add(-h / 2)
+	if l.nays.sum(from, mid) == 0 || l.nays.sum(mid.Add(meterSlot), now) == 0 {
+		return 0, false
+	}
+	busy := h - time.Duration(l.held.sum(from, now)*float64(time.Second))
+	return l.got.sum(from, now) / max(busy, minSpan).Seconds(), true
+}
