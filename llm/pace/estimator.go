@@ -55,6 +55,7 @@ type estimator struct {
 	held     int           // spans held at a settled pace
 	patience int           // spans to hold a settled pace before a probe
 	probing  bool          // the pace is a probe at bad
+	downs    int           // cuts in a row with no step up between: each cuts deeper
 	cut      pending       // a refusal episode's cut, to decide when its hold is over
 	share    float64       // the share of units refused in the epoch of the last cut
 	noisy    int           // cuts in a row after which the share refused did not fall
@@ -181,6 +182,11 @@ func (e *estimator) decide(now time.Time) {
 	if e.probing {
 		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
 	}
+	// Cut after cut with no step up between: the cuts were too shallow
+	// to get under the limit; each goes deeper (a tenth, a fifth, two
+	// fifths, half at most of the rate sent).
+	next = min(next, cut.sentRate*max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5))
+	e.downs++
 	e.bad, e.held = bad, 0
 	e.shift(now, max(next, minRate, e.floor))
 }
@@ -203,7 +209,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	case few:
 		next = min(max(e.good, cutDeep*cut.sentRate), next)
 	case math.IsInf(cut.rate, 1):
-		e.climbs = 5
+		e.climbs = 3
 		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
 	case e.ep.refused > e.ep.admitted || e.ep.held > elapsed:
 		// Mostly refused or held: the pace is far over. What the server
@@ -273,6 +279,7 @@ func (e *estimator) tick(now time.Time) {
 	if e.ep.sent < 0.9*e.rate*now.Sub(e.ep.start).Seconds() || e.ep.answers < minAnswers {
 		return // a pace not used, or too slow to have said anything yet
 	}
+	e.downs = 0
 	if next := min(e.up(), e.ceil); next != e.rate {
 		e.probing = next == e.bad
 		e.shift(now, next)

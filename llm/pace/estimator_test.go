@@ -108,7 +108,7 @@ func TestEstimator(t *testing.T) {
 				repeat(4, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
 				[]step{{what: "tick", seen: 300 * time.Millisecond}},
 				sendOK(20, 100*time.Millisecond),
-				[]step{{what: "tick", seen: 1300 * time.Millisecond}}), 16},
+				[]step{{what: "tick", seen: 1300 * time.Millisecond}}), 8 * 1.4},
 		{"a refusal of a request sent before the epoch is old news",
 			estimator{ceil: inf, adapt: true, rate: 10, span: time.Second, patience: firstPatience, ep: epoch{start: at(time.Second)}},
 			[]step{{what: "refused", send: 900 * time.Millisecond, seen: 1100 * time.Millisecond, n: 1}}, 10},
@@ -148,7 +148,7 @@ func TestEstimator(t *testing.T) {
 			e := tt.start
 			play(&e, tt.steps)
 			if got := e.pace(); math.Abs(got-tt.want) > 1e-6*max(1, tt.want) && !(math.IsInf(got, 1) && math.IsInf(tt.want, 1)) {
-				t.Errorf("pace after %d steps = %v, want %v (estimator %+v)", len(tt.steps), got, tt.want, e)
+				t.Errorf("pace after %d steps = %v, want %v (good %v, bad %v, span %v)", len(tt.steps), got, tt.want, e.good, e.bad, e.span)
 			}
 		})
 	}
