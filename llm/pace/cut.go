@@ -1,0 +1,111 @@
+package pace
+
+import (
+	"math"
+	"time"
+)
+
+// The cut: what the estimator makes of a refusal episode once its hold is
+// over (see estimator.refused).
+
+// decide makes the cut of a refusal episode: to a little under what got
+// through since the epoch began (over a second at least: a burst the
+// server allowed at first says nothing of its rate), and the refused rate
+// becomes that measure, which the pace climbs back towards. An epoch of
+// too few answers to say anything, or a server that refuses whatever the
+// pace (see noise), cuts nothing; one that admitted nothing after a cut
+// makes the holds a whole span.
+func (e *estimator) decide(now time.Time) {
+	cut := e.cut
+	e.cut, e.rate = pending{}, cut.rate
+	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
+	stepped := e.good > 0 && e.good < cut.sentRate                         // refused over a pace held: back to it
+	if e.ep.answers < minAnswers && !locked && !stepped {
+		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
+		if e.ep.refused > e.ep.admitted {
+			e.rate = max(cut.rate/2, minRate, e.floor) // but mostly refused: far over, halve it
+		}
+		return
+	}
+	if locked {
+		e.locked++ // the next hold is a whole span
+	} else if e.locked = 0; e.ep.held <= cut.at.Sub(e.ep.start)/2 && e.noise() {
+		e.shift(now, e.rate)
+		return
+	}
+	next, bad := e.bracket(cut)
+	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
+		// Refused all along a horizon of many spans, the server let
+		// through clearly less than was sent: that is its rate, however
+		// each epoch's burst allowance made a pace look held.
+		next, bad = cutTo*r, min(bad, r)
+	}
+	if cut.sentRate <= e.good || (bad > 0 && e.good >= bad) {
+		e.good = 0 // refused at a pace once held: a burst allowance held it
+	}
+	if e.probing {
+		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
+	}
+	// Cut after cut with no step up between: the cuts were too shallow
+	// to get under the limit; each goes deeper (a tenth, a fifth, two
+	// fifths, half at most of the rate sent).
+	next = min(next, cut.sentRate*max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5))
+	e.downs++
+	e.bad, e.held = bad, 0
+	e.shift(now, max(next, minRate, e.floor))
+}
+
+// bracket returns the pace after the cut and the rate to count as
+// refused. Before its first refusal an epoch admits all it sends, so what
+// it admitted says something of the server's rate only over a span or
+// more: then the cut is to a little under it. A refusal sooner after a
+// step up says only that the rate lies between the pace held before
+// (good) and the one refused: the search goes on between them. The first
+// refusal of all, with no pace yet, says nothing of the rate but that the
+// server's allowance is spent: the pace starts from what it admitted in a
+// second and searches up from there at the doubling step.
+func (e *estimator) bracket(cut pending) (next, bad float64) {
+	next, bad = cutLeast*cut.sentRate, cut.sentRate
+	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
+	few := e.ep.answers < minAnswers
+	switch {
+	case few && !(e.good > 0 && e.good < cut.sentRate):
+	case few:
+		next = min(max(e.good, cutDeep*cut.sentRate), next)
+	case math.IsInf(cut.rate, 1):
+		e.climbs = 3
+		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
+	case e.ep.refused > e.ep.admitted || e.ep.held > elapsed:
+		// Mostly refused or held: the pace is far over. What the server
+		// let through over the whole epoch, holds and all, is its
+		// measure.
+		okRate := e.ep.admitted / max(cut.at.Sub(e.ep.start), minSpan).Seconds()
+		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
+		bad = min(bad, max(okRate, next))
+	case elapsed >= e.span:
+		okRate := e.ep.admitted / elapsed.Seconds()
+		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
+		bad = min(bad, max(okRate, next))
+	case e.good > 0 && e.good < cut.sentRate:
+		next = min(max(e.good, cutDeep*cut.sentRate), next)
+	}
+	e.climbs = 0
+	return next, bad
+}
+
+// noise reports whether refusals come whatever the pace: the share
+// refused has not fallen after two cuts in a row, and is not most of
+// what was sent (an epoch spent mostly held by refusals is not asked:
+// its pace is far over a limit). Such a server is not
+// limiting a rate, and cutting on would only starve the run: the pace
+// holds, and each refusal costs its own hold.
+func (e *estimator) noise() bool {
+	share := e.ep.refused / max(e.ep.admitted+e.ep.refused, 1)
+	if e.share > 0 && share >= 0.95*e.share && share < maxNoise {
+		e.noisy++
+	} else {
+		e.noisy = 0
+	}
+	e.share = share
+	return e.noisy >= 2
+}
