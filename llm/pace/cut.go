@@ -8,13 +8,15 @@ import (
 // The cut: what the estimator makes of a refusal episode once its hold is
 // over (see estimator.refused).
 
-// decide makes the cut of a refusal episode: to a little under what got
-// through since the epoch began (over a second at least: a burst the
-// server allowed at first says nothing of its rate), and the refused rate
-// becomes that measure, which the pace climbs back towards. An epoch of
-// too few answers to say anything, or a server that refuses whatever the
-// pace (see noise), cuts nothing; one that admitted nothing after a cut
-// makes the holds a whole span.
+// decide makes the cut of a refusal episode (bracket says how deep), and
+// the rate it counts as refused becomes the one the pace climbs back
+// towards. An epoch with too few answers to say anything cuts nothing and
+// goes on, unless its refusal came over a pace held (back to that) or
+// most of it was refused (halved). A server that refuses whatever the
+// pace (see noise) cuts nothing; one that admitted nothing after a cut
+// makes the holds a whole span. Cuts in a row go deeper, and a long
+// horizon refused all along bounds them by what the server let through
+// (see longRun.rate).
 func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate = pending{}, cut.rate
