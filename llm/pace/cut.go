@@ -32,7 +32,16 @@ func (e *estimator) decide(now time.Time) {
 	if locked {
 		e.locked++ // the next hold is a whole span
 	} else if e.locked = 0; e.ep.held <= cut.at.Sub(e.ep.start)/2 && e.noise() {
-		e.shift(now, e.rate)
+		// Refusals come whatever the pace: they say nothing of a
+		// limit, and each epoch ends with one, so it is judged here as
+		// a span held would be: the pace climbs if it was used. Should
+		// the share refused then rise, it is a limit after all.
+		next := e.rate
+		e.downs = 0
+		if elapsed := now.Sub(e.ep.start); elapsed >= e.span && e.ep.sent >= 0.9*e.rate*elapsed.Seconds() {
+			next = min(e.up(), e.ceil)
+		}
+		e.shift(now, next)
 		return
 	}
 	next, bad := e.bracket(cut)
@@ -103,9 +112,12 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 // holds, and each refusal costs its own hold.
 func (e *estimator) noise() bool {
 	share := e.ep.refused / max(e.ep.admitted+e.ep.refused, 1)
-	if e.share > 0 && share >= 0.95*e.share && share < maxNoise {
+	switch {
+	case e.noisy >= 2 && share < 1.5*e.share && share < maxNoise:
+		return true // known noise, and the climb did not raise the share: still noise
+	case e.share > 0 && share >= 0.95*e.share && share < maxNoise:
 		e.noisy++
-	} else {
+	default:
 		e.noisy = 0
 	}
 	e.share = share

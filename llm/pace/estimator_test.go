@@ -2,6 +2,7 @@ package pace
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -201,5 +202,34 @@ func TestEstimatorHoldAfterLockout(t *testing.T) {
 	}
 	if hold := (&estimator{adapt: true, rate: 1, ep: epoch{start: t0}}).refused(at(time.Second), t0, 1, 3*time.Second); hold != 3*time.Second {
 		t.Errorf("hold with a hint of 3s = %v, want the hint", hold)
+	}
+}
+
+// TestEstimatorNoiseClimbs: once refusals are known to come whatever the
+// pace, an epoch that used its pace climbs although it ended in one, so a
+// flaky gateway does not freeze the pace where its first refusals left it.
+func TestEstimatorNoiseClimbs(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 10, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	now := t0
+	var paces []float64
+	for range 12 {
+		// An epoch at the pace, for two spans, one request in ten refused.
+		n := int(2 * e.pace())
+		for i := range n {
+			sent := now.Add(time.Duration(i) * 2 * time.Second / time.Duration(n))
+			e.sent(1)
+			if i%10 == 9 {
+				e.refused(sent.Add(5*time.Millisecond), sent, 1, 0)
+			} else {
+				e.admitted(sent.Add(5*time.Millisecond), sent, 1)
+			}
+		}
+		now = now.Add(2 * time.Second)
+		e.tick(now)
+		paces = append(paces, e.pace())
+	}
+	low := slices.Min(paces)
+	if last := paces[len(paces)-1]; last <= low*1.2 {
+		t.Errorf("paces against one refusal in ten whatever the pace = %v, want them to climb back from %v", paces, low)
 	}
 }
