@@ -1,0 +1,76 @@
+package pace
+
+import (
+	"context"
+	"time"
+)
+
+// gate is the concurrency gate: the policy, and the requests in flight.
+type gate struct {
+	policy   concurrency
+	inFlight int
+}
+
+func (ln *lane) takeSlot(ctx context.Context) error {
+	for {
+		ln.mu.Lock()
+		now := ln.l.now()
+		ln.tick(now)
+		limit := ln.gate.policy.limit(now)
+		if limit <= 0 || ln.gate.inFlight < limit {
+			ln.gate.inFlight++
+			ln.mu.Unlock()
+			return nil
+		}
+		ln.gate.policy.blocked = true
+		wake := ln.changed
+		ln.mu.Unlock()
+		// The slow start opens with time as well as with answers.
+		if err := sleep(ctx, slowStep, wake); err != nil {
+			return err
+		}
+	}
+}
+
+func (ln *lane) releaseSlot() {
+	ln.mu.Lock()
+	ln.gate.inFlight--
+	ln.wake()
+	ln.mu.Unlock()
+}
+
+// answered tells the gate's policy what became of p, and reports whether
+// that showed a concurrency cap: then what the refusals before taught the
+// request pace is forgotten, since they were the cap's. ln.mu is held.
+func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
+	was := ln.gate.policy.cap
+	found := ln.gate.policy.answered(now, p.seq, st)
+	if found {
+		span := ln.req.est.span
+		ln.req.est = newEstimator(ln.l.ceiling(ln.l.cfg.RPM), ln.l.cfg.Adapt, now)
+		ln.req.est.stretch(span)
+		ln.logged("rpm", &ln.req, now, 1)
+	}
+	if is := ln.gate.policy.cap; is != was {
+		ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", is)
+		if found {
+			ln.l.log.Info("concurrency cap found", "model", ln.model, "in flight", is)
+		}
+	}
+	return found
+}
+
+// capped records the refusal of p and reports whether it is a concurrency
+// cap's: about requests, not explained by a request window the server
+// says is spent, and with as many in the server's hands as the cap.
+// ln.mu is held.
+func (ln *lane) capped(p *Permit, now time.Time, o Outcome) bool {
+	if o.Tokens {
+		ln.answered(p, now, lostIt) // says nothing of what is in flight
+		return false
+	}
+	spent := o.Requests.Told && o.Requests.Left <= 0 && o.Requests.Reset > 0
+	claimed := !spent && ln.gate.policy.claim(now, p.seq)
+	found := ln.answered(p, now, refusedIt)
+	return claimed || found && !spent
+}
