@@ -14,7 +14,7 @@ const (
 // rarely a cap found is probed one higher (in spans of the request pace,
 // doubling with each probe refused).
 const (
-	capEvidence      = 3 // refusals, each with as many admitted in flight as any admitted request had, that show a cap
+	capEvidence      = 2 // refusals, each with as many admitted in flight as any admitted request had, that show a cap
 	capFirstPatience = 4
 	capMaxPatience   = 64
 )
@@ -143,10 +143,11 @@ func (c *concurrency) lower(now time.Time, n int) {
 }
 
 // tick probes a cap one higher when the gate held requests back for
-// patience spans without a refusal that lowered it.
-func (c *concurrency) tick(now time.Time, span time.Duration) {
+// patience spans without a refusal that lowered it, and reports whether
+// it did.
+func (c *concurrency) tick(now time.Time, span time.Duration) bool {
 	if c.cap == 0 || now.Sub(c.since) < time.Duration(c.patience)*span {
-		return
+		return false
 	}
 	if c.probing {
 		c.patience = capFirstPatience // the last probe held: the cap rose
@@ -155,5 +156,7 @@ func (c *concurrency) tick(now time.Time, span time.Duration) {
 	if c.blocked {
 		c.cap++
 	}
+	probe := c.blocked
 	c.since, c.blocked = now, false
+	return probe
 }

@@ -41,11 +41,13 @@ func (ln *lane) releaseSlot() {
 
 // answered tells the gate's policy what became of p, and reports whether
 // that showed a concurrency cap: then what the refusals before taught the
-// request pace is forgotten, since they were the cap's. ln.mu is held.
+// request pace is forgotten, and the pause they set lifted, since they
+// were the cap's. ln.mu is held.
 func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 	was := ln.gate.policy.cap
 	found := ln.gate.policy.answered(now, p.seq, st)
 	if found {
+		ln.until = now // the pause the cap's refusals set: the gate holds the others now
 		span := ln.req.est.span
 		ln.req.est = newEstimator(ln.l.ceiling(ln.l.cfg.RPM), ln.l.cfg.Adapt, now)
 		ln.req.est.stretch(span)
@@ -62,15 +64,18 @@ func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 
 // capped records the refusal of p and reports whether it is a concurrency
 // cap's: about requests, not explained by a request window the server
-// says is spent, and with as many in the server's hands as the cap.
+// says is spent (such a refusal, like one about tokens, is no evidence
+// either way), and with as many in the server's hands as the cap.
 // ln.mu is held.
 func (ln *lane) capped(p *Permit, now time.Time, o Outcome) bool {
-	if o.Tokens {
-		ln.answered(p, now, lostIt) // says nothing of what is in flight
+	if o.Tokens || o.Requests.Told && o.Requests.Left <= 0 && o.Requests.Reset > 0 {
+		ln.answered(p, now, lostIt)
 		return false
 	}
-	spent := o.Requests.Told && o.Requests.Left <= 0 && o.Requests.Reset > 0
-	claimed := !spent && ln.gate.policy.claim(now, p.seq)
-	found := ln.answered(p, now, refusedIt)
-	return claimed || found && !spent
+	was := ln.gate.policy.cap
+	claimed := ln.gate.policy.claim(now, p.seq)
+	if is := ln.gate.policy.cap; is != was {
+		ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", is)
+	}
+	return ln.answered(p, now, refusedIt) || claimed
 }

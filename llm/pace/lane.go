@@ -194,7 +194,9 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 func (ln *lane) tick(now time.Time) {
 	ln.req.est.tick(now)
 	ln.tok.est.tick(now)
-	ln.gate.policy.tick(now, ln.req.est.span)
+	if was := ln.gate.policy.cap; ln.gate.policy.tick(now, ln.req.est.span) {
+		ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", ln.gate.policy.cap)
+	}
 	ln.logged("rpm", &ln.req, now, 1)
 	ln.logged("tpm", &ln.tok, now, 0)
 }

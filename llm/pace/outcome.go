@@ -110,7 +110,10 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		hold = q.est.refused(now, p.sent, n, o.Hint)
 	}
 	hold = max(hold, o.Hint)
-	if !o.Tokens && !capped {
+	switch {
+	case capped:
+		hold = max(hold, time.Millisecond) // it waits for its hint, or a slot; the caller pauses no one
+	case !o.Tokens:
 		ln.pause(hold)
 	}
 	return hold
