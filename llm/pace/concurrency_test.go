@@ -224,7 +224,7 @@ func TestLaneFindsCap(t *testing.T) {
 		wantCap int
 		most    time.Duration // the run takes at most this
 	}{
-		{"a cap of 3", capServer(3), 3, 13 * time.Second}, // 300 at 100 ms, three at a time: 10 s
+		{"a cap of 3", capServer(3), 3, 13 * time.Second},      // 300 at 100 ms, three at a time: 10 s
 		{"20 a second", windowServer(20), 0, 20 * time.Second}, // 15 s
 	}
 	for _, tt := range tests {
