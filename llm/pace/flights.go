@@ -27,6 +27,9 @@ type flight struct {
 	busy       int // admitted requests in flight when it went; -1: not known yet
 }
 
+// unknownBusy is the busy count of a refusal whose count is in doubt.
+const unknownBusy = -2
+
 // flights is the log of the lane's latest requests, in the order sent.
 type flights struct {
 	log  [flightLen]flight
@@ -81,7 +84,12 @@ func (f *flights) ripen(now time.Time, judge func(*flight)) {
 		}
 		for s := f.ripe; s < end; s++ {
 			g := f.at(s)
-			g.busy = f.count(g, end, false)
+			n, unsure := f.count(g, end, false)
+			if g.busy = n; unsure && g.state == refusedIt {
+				// Refused with one in hand, or with one just gone and
+				// none: it tells nothing either way.
+				g.busy = unknownBusy
+			}
 			judge(g)
 		}
 		f.ripe = end
@@ -90,9 +98,10 @@ func (f *flights) ripen(now time.Time, judge func(*flight)) {
 
 // count returns how many requests, other than r and numbered below end,
 // were sent no later than r and admitted after r went; with flyingToo,
-// those still in flight as well.
-func (f *flights) count(r *flight, end int64, flyingToo bool) int {
-	n := 0
+// those still in flight as well. It also reports whether one was answered
+// at the very instant r went: that one may have left the server before r
+// came, or not.
+func (f *flights) count(r *flight, end int64, flyingToo bool) (n int, unsure bool) {
 	for s := max(end-flightLen, 0); s < end; s++ {
 		g := f.at(s)
 		if g == nil || g == r || g.sent.After(r.sent) {
@@ -101,8 +110,9 @@ func (f *flights) count(r *flight, end int64, flyingToo bool) int {
 		if g.state == tookIt && g.done.After(r.sent) || flyingToo && g.state == flying {
 			n++
 		}
+		unsure = unsure || g.state == tookIt && g.done.Equal(r.sent)
 	}
-	return n
+	return n, unsure
 }
 
 // inHand returns the most request seq can have found in the server's
@@ -112,7 +122,8 @@ func (f *flights) inHand(seq int64) int {
 	if r == nil {
 		return 0
 	}
-	return f.count(r, f.next, true)
+	n, _ := f.count(r, f.next, true)
+	return n
 }
 
 // evidence sums up the requests in the log whose busy count is known.
@@ -121,16 +132,15 @@ type evidence struct {
 	hi      int // what most refused ones found at least (their median); 0: none refused
 	refused int // how many were refused
 	fewer   int // of those, how many found fewer than hi
-	least   int // the fewest any refused one found
 	after   int // how many were admitted that were sent after the first of the refused ones
 }
 
 // consistent reports whether a cap explains the evidence: most refusals
-// found more in hand than any admitted request did, and the few others
-// one fewer at most (requests that cross on the way may make one look one
-// fewer), and one in hand at least.
+// found one in hand at least, and more than any admitted request did; a
+// few (a quarter) may have found fewer, since requests that cross on the
+// way may be miscounted.
 func (e evidence) consistent() bool {
-	return e.refused == 0 || e.lo <= e.hi && e.least >= max(1, e.hi-1) && 4*e.fewer <= e.refused
+	return e.refused == 0 || e.hi >= 1 && e.lo <= e.hi && 4*e.fewer <= e.refused
 }
 
 func (f *flights) evidence() evidence {
@@ -147,7 +157,7 @@ func (f *flights) evidence() evidence {
 	if e.refused > 0 {
 		b := busy[:e.refused]
 		slices.Sort(b)
-		e.least, e.hi = b[0], b[len(b)/2]
+		e.hi = b[len(b)/2]
 		e.fewer, _ = slices.BinarySearch(b, e.hi)
 	}
 	for i := range f.log {

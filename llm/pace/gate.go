@@ -69,6 +69,9 @@ func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 // ln.mu is held.
 func (ln *lane) capped(p *Permit, now time.Time, o Outcome) bool {
 	if o.Tokens || o.Requests.Told && o.Requests.Left <= 0 && o.Requests.Reset > 0 {
+		if !o.Tokens {
+			ln.gate.policy.slow = time.Time{} // a refusal about requests ends the slow start all the same
+		}
 		ln.answered(p, now, lostIt)
 		return false
 	}
