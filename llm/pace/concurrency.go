@@ -117,7 +117,8 @@ func (c *concurrency) judge(now time.Time, f *flight) bool {
 // requests sent no later than it that were in flight or admitted after
 // it went. Such a refusal lowers the cap to that at once (a probe refused
 // makes the next one wait longer); its busy count, once known, may lower
-// it further (see judge).
+// it further (see judge). With no cap known, none is claimed: until its
+// count is known, a refusal is taken for a rate limit's.
 func (c *concurrency) claim(now time.Time, seq int64) bool {
 	if c.cap == 0 {
 		return false

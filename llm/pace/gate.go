@@ -46,8 +46,16 @@ func (ln *lane) releaseSlot() {
 func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 	was := ln.gate.policy.cap
 	found := ln.gate.policy.answered(now, p.seq, st)
+	ln.capChanged(now, was, found)
+	return found
+}
+
+// capChanged logs a change of the cap from was; one found just now
+// lifts the pause the cap's refusals set (the gate holds the others now)
+// and makes the request pace forget what they taught it. ln.mu is held.
+func (ln *lane) capChanged(now time.Time, was int, found bool) {
 	if found {
-		ln.until = now // the pause the cap's refusals set: the gate holds the others now
+		ln.until = now
 		span := ln.req.est.span
 		ln.req.est = newEstimator(ln.l.ceiling(ln.l.cfg.RPM), ln.l.cfg.Adapt, now)
 		ln.req.est.stretch(span)
@@ -59,7 +67,6 @@ func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 			ln.l.log.Info("concurrency cap found", "model", ln.model, "in flight", is)
 		}
 	}
-	return found
 }
 
 // capped records the refusal of p and reports whether it is a concurrency
@@ -77,8 +84,6 @@ func (ln *lane) capped(p *Permit, now time.Time, o Outcome) bool {
 	}
 	was := ln.gate.policy.cap
 	claimed := ln.gate.policy.claim(now, p.seq)
-	if is := ln.gate.policy.cap; is != was {
-		ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", is)
-	}
+	ln.capChanged(now, was, false)
 	return ln.answered(p, now, refusedIt) || claimed
 }
