@@ -10,24 +10,48 @@ const (
 	slowStep  = 250 * time.Millisecond
 )
 
+// The search of a concurrency cap: the refusals that show one, and how
+// rarely a cap found is probed one higher (in spans of the request pace,
+// doubling with each probe refused).
+const (
+	capEvidence      = 2 // refusals, each with as many admitted in flight as any admitted request had, that show a cap
+	capFirstPatience = 4
+	capMaxPatience   = 64
+)
+
 // concurrency is the policy of the lane's gate: how many requests may be
 // in flight. Untold, it starts slow and doubles with time until the first
 // refusal; then it is the configured most, unless the server shows a
-// concurrency cap: refusals at a rate that was admitted before, of requests
-// sent with more in flight than any admitted one. Then the limit is the
-// most admitted in flight, probed one higher every maxPatience/2 spans.
+// concurrency cap.
+//
+// A cap is told from a rate limit by what the refusals go with. For each
+// request the flight log knows, once everything sent before it has been
+// answered, how many admitted requests were in flight when it went: what
+// the server had in hand when it came (its busy count). A server with a
+// cap of K admits every request that finds fewer than K in hand and
+// refuses every one that finds K, whatever the rate; a rate limit refuses
+// by the rate, whatever is in hand. So a cap shows as refusals that all
+// found at least as many in hand as any admitted request did (and one at
+// least); a single refusal that found fewer, or none, shows a rate limit.
+// Once shown, the cap is the fewest in hand at a refusal, lowered by any
+// later refusal that found fewer, and probed one higher after patience
+// spans in which the gate held requests back. Refusals at the cap teach
+// the pace nothing (see lane.refused).
+//
 // Pure: time is passed in; the lane owns it.
 type concurrency struct {
-	most    int       // the configured limit; 0: none
-	slow    time.Time // when the slow start began; zero: over
-	cap     int       // the learned cap; 0: none
-	maxOK   int       // the most in flight, counting it, at the send of a request admitted since the cap was last set
-	since   time.Time // when the cap was last set or probed
-	blocked bool      // a request waited for the gate since
+	most     int       // the configured limit; 0: none
+	slow     time.Time // when the slow start began; zero: over
+	cap      int       // the cap found; 0: none
+	since    time.Time // when the cap was last set or probed
+	patience int       // spans between probes
+	probing  bool      // the cap is a probe one over the last found
+	blocked  bool      // a request waited for the gate since
+	log      flights
 }
 
 func newConcurrency(most int, slow bool, now time.Time) concurrency {
-	c := concurrency{most: most}
+	c := concurrency{most: most, patience: capFirstPatience}
 	if slow {
 		c.slow = now
 	}
@@ -52,30 +76,88 @@ func (c *concurrency) limit(now time.Time) int {
 	return n
 }
 
-// admitted notes a request admitted that was sent with inFlight in flight.
-func (c *concurrency) admitted(inFlight int) { c.maxOK = max(c.maxOK, inFlight) }
+// sent logs a request sent at now and returns its number in the log.
+func (c *concurrency) sent(now time.Time) int64 { return c.log.send(now) }
 
-// refused handles a refusal of a request sent with inFlight in flight, and
-// reports whether it shows a concurrency cap rather than a rate limit:
-// the rate it was sent at, sentRate, had been held without refusal (good)
-// and more were in flight than in any admitted request.
-func (c *concurrency) refused(now time.Time, inFlight int, sentRate, good float64) bool {
-	c.slow = time.Time{}
-	if good <= 0 || sentRate > good || c.maxOK <= 0 || inFlight <= c.maxOK {
+// answered logs how request seq went (at now), and judges every request
+// whose busy count is now known. It reports whether a cap was shown just
+// now: the refusals before taught the pace what they should not have.
+func (c *concurrency) answered(now time.Time, seq int64, st flightState) (found bool) {
+	if st == refusedIt {
+		c.slow = time.Time{}
+	}
+	c.log.answer(seq, now, st)
+	c.log.ripen(now, func(f *flight) {
+		found = c.judge(now, f) || found
+	})
+	return found
+}
+
+// judge weighs the evidence once f's busy count is known, and reports
+// whether it shows a cap not known before: capEvidence refusals, and as
+// many admitted requests sent after the first of them (a rate limit that
+// has admitted requests which are all still in flight looks like a cap of
+// what it admitted until more are admitted), none of which contradict one.
+func (c *concurrency) judge(now time.Time, f *flight) bool {
+	ev := c.log.evidence()
+	switch {
+	case !ev.consistent():
+		c.cap, c.probing = 0, false // a rate limit: the cap was a mistake
+	case c.cap > 0 && f.state == refusedIt && f.busy >= ev.hi-1:
+		c.lower(now, f.busy)
+	case c.cap == 0 && ev.refused >= capEvidence && ev.after >= capEvidence:
+		c.cap, c.since, c.probing, c.blocked = ev.hi, now, false, false
+		return true
+	}
+	return false
+}
+
+// claim reports whether a refusal of request seq is the cap's, not a
+// rate limit's, by the most it can have found in the server's hands: the
+// requests sent no later than it that were in flight or admitted after
+// it went. Such a refusal lowers the cap to that at once (a probe refused
+// makes the next one wait longer); its busy count, once known, may lower
+// it further (see judge). With no cap known, none is claimed: until its
+// count is known, a refusal is taken for a rate limit's.
+func (c *concurrency) claim(now time.Time, seq int64) bool {
+	if c.cap == 0 {
 		return false
 	}
-	c.cap, c.since, c.blocked = c.maxOK, now, false
+	busy := c.log.inHand(seq)
+	if busy == 0 || busy+1 < c.log.evidence().lo {
+		return false
+	}
+	c.lower(now, busy)
 	return true
 }
 
-// tick probes a learned cap one higher when the gate held requests back
-// for maxPatience/2 spans without a concurrency refusal.
-func (c *concurrency) tick(now time.Time, span time.Duration) {
-	if c.cap == 0 || now.Sub(c.since) < maxPatience/2*span {
+// lower makes the cap n if that is lower.
+func (c *concurrency) lower(now time.Time, n int) {
+	if n >= c.cap {
 		return
 	}
+	c.cap, c.since = n, now
+	if c.probing {
+		c.patience = min(2*c.patience, capMaxPatience)
+	}
+	c.probing = false
+}
+
+// tick probes a cap one higher when the gate held requests back for
+// patience spans without a refusal that lowered it, and reports whether
+// it did.
+func (c *concurrency) tick(now time.Time, span time.Duration) bool {
+	if c.cap == 0 || now.Sub(c.since) < time.Duration(c.patience)*span {
+		return false
+	}
+	if c.probing {
+		c.patience = capFirstPatience // the last probe held: the cap rose
+	}
+	c.probing = c.blocked
 	if c.blocked {
 		c.cap++
 	}
+	probe := c.blocked
 	c.since, c.blocked = now, false
+	return probe
 }

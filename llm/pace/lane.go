@@ -35,12 +35,6 @@ type quantity struct {
 	shown float64 // the pace last logged
 }
 
-// gate is the concurrency gate: the policy, and the requests in flight.
-type gate struct {
-	policy   concurrency
-	inFlight int
-}
-
 func newLane(l *Limiter, model string) *lane {
 	now := l.now()
 	ln := &lane{l: l, model: model, changed: make(chan struct{})}
@@ -130,34 +124,6 @@ func (ln *lane) pause(d time.Duration) {
 	}
 }
 
-func (ln *lane) takeSlot(ctx context.Context) error {
-	for {
-		ln.mu.Lock()
-		now := ln.l.now()
-		ln.tick(now)
-		limit := ln.gate.policy.limit(now)
-		if limit <= 0 || ln.gate.inFlight < limit {
-			ln.gate.inFlight++
-			ln.mu.Unlock()
-			return nil
-		}
-		ln.gate.policy.blocked = true
-		wake := ln.changed
-		ln.mu.Unlock()
-		// The slow start opens with time as well as with answers.
-		if err := sleep(ctx, slowStep, wake); err != nil {
-			return err
-		}
-	}
-}
-
-func (ln *lane) releaseSlot() {
-	ln.mu.Lock()
-	ln.gate.inFlight--
-	ln.wake()
-	ln.mu.Unlock()
-}
-
 // wake wakes every wait that an answer or a release may end. ln.mu is held.
 func (ln *lane) wake() {
 	close(ln.changed)
@@ -220,7 +186,7 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	share := ln.share()
 	ln.req.sent(now, 1, share)
 	ln.tok.sent(now, t.tokens, share)
-	return &Permit{lane: ln, tokens: t.tokens, sent: now, inFlight: ln.gate.inFlight,
+	return &Permit{lane: ln, tokens: t.tokens, sent: now, seq: ln.gate.policy.sent(now),
 		seqReq: ln.req.count, seqTok: ln.tok.count}, false
 }
 
@@ -228,7 +194,9 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 func (ln *lane) tick(now time.Time) {
 	ln.req.est.tick(now)
 	ln.tok.est.tick(now)
-	ln.gate.policy.tick(now, ln.req.est.span)
+	if was := ln.gate.policy.cap; ln.gate.policy.tick(now, ln.req.est.span) {
+		ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", ln.gate.policy.cap)
+	}
 	ln.logged("rpm", &ln.req, now, 1)
 	ln.logged("tpm", &ln.tok, now, 0)
 }

@@ -26,13 +26,13 @@ type Outcome struct {
 // A Permit is one request's place in its lane, from Acquire to Done (or
 // Release). A nil *Permit does nothing.
 type Permit struct {
-	lane     *lane
-	tokens   float64
-	sent     time.Time
-	inFlight int     // requests in flight when it went, it included
-	seqReq   float64 // the lane's counts when it went, it included
-	seqTok   float64
-	done     bool
+	lane   *lane
+	tokens float64
+	sent   time.Time
+	seq    int64   // its number in the gate's flight log
+	seqReq float64 // the lane's counts when it went, it included
+	seqTok float64
+	done   bool
 }
 
 // Release gives the permit back with no outcome to tell (the caller's
@@ -66,6 +66,7 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	case Refused:
 		wait = ln.refused(p, now, o)
 	default:
+		ln.answered(p, now, lostIt)
 		return 0
 	}
 	if !o.Keyed && !ln.contradicted(o, now) {
@@ -83,32 +84,36 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 func (ln *lane) admitted(p *Permit, now time.Time) {
 	ln.req.est.admitted(now, p.sent, 1)
 	ln.tok.est.admitted(now, p.sent, p.tokens)
-	ln.gate.policy.admitted(p.inFlight)
+	ln.answered(p, now, tookIt)
 }
 
 // refused handles a 429 and returns how long its request waits. One about
 // requests pauses the whole lane for its hint (the estimator's hold, with
 // none); one about tokens holds only its own request, since smaller ones
-// may still fit. A refusal the server's claim does not bear out, and one
-// that shows a concurrency cap, teach the pace nothing. ln.mu is held.
+// may still fit. A refusal the server's claim does not bear out teaches
+// the pace nothing; one at a concurrency cap (see concurrency) neither, and
+// holds only its own request: the gate keeps the others under the cap.
+// ln.mu is held.
 func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
-	if o.Keyed {
-		return o.Hint // the key rests; the others go on
-	}
-	if ln.contradicted(o, now) {
-		return o.Hint // it costs its own Retry-After, no more
+	if o.Keyed || ln.contradicted(o, now) {
+		// The key rests, the others go on; or it costs its own Retry-After, no more.
+		ln.answered(p, now, lostIt)
+		return o.Hint
 	}
 	q, n := &ln.req, 1.0
 	if o.Tokens {
 		q, n = &ln.tok, p.tokens
 	}
 	var hold time.Duration
-	sentRate := ln.req.est.ep.sent / max(now.Sub(ln.req.est.ep.start), minSpan).Seconds()
-	if o.Tokens || !ln.gate.policy.refused(now, p.inFlight, sentRate, ln.req.est.good) {
+	capped := ln.capped(p, now, o)
+	if !capped {
 		hold = q.est.refused(now, p.sent, n, o.Hint)
 	}
 	hold = max(hold, o.Hint)
-	if !o.Tokens {
+	switch {
+	case capped:
+		hold = max(hold, time.Millisecond) // it waits for its hint, or a slot; the caller pauses no one
+	case !o.Tokens:
 		ln.pause(hold)
 	}
 	if hold == 0 && ln.l.cfg.Adapt {

@@ -46,13 +46,30 @@ func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since
 					l.ReserveN(now, min(left, l.Burst()))
 				}
 				ln.mu.Unlock()
-				return sleep(ctx, d, nil)
+				return ln.waitTurn(ctx, lim, l, now.Add(d))
 			}
 			res.CancelAt(now)
 		}
 		d := time.Duration((float64(k) - l.TokensAt(now)) / r * float64(time.Second))
 		ln.mu.Unlock()
 		if err := sleep(ctx, max(d, time.Millisecond), wake); err != nil {
+			return err
+		}
+	}
+}
+
+// waitTurn waits until the turn reserved at l, at until, unless the pace
+// is dropped meanwhile (lim no longer l: a concurrency cap found, say),
+// when the request goes at once.
+func (ln *lane) waitTurn(ctx context.Context, lim func() *rate.Limiter, l *rate.Limiter, until time.Time) error {
+	for {
+		ln.mu.Lock()
+		d, wake, dropped := until.Sub(ln.l.now()), ln.changed, lim() != l
+		ln.mu.Unlock()
+		if d <= 0 || dropped {
+			return ctx.Err()
+		}
+		if err := sleep(ctx, d, wake); err != nil {
 			return err
 		}
 	}

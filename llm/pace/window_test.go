@@ -105,37 +105,6 @@ func TestSpentClaim(t *testing.T) {
 	}
 }
 
-func TestConcurrency(t *testing.T) {
-	c := newConcurrency(32, true, t0)
-	for _, tc := range []struct {
-		at   time.Duration
-		want int
-	}{{0, 4}, {250 * time.Millisecond, 8}, {600 * time.Millisecond, 16}, {750 * time.Millisecond, 32}, {time.Hour, 32}} {
-		if got := c.limit(at(tc.at)); got != tc.want {
-			t.Errorf("slow start: limit at %v = %d, want %d", tc.at, got, tc.want)
-		}
-	}
-	c = newConcurrency(32, false, t0)
-	c.admitted(6)
-	if c.refused(t0, 7, 20, 0) {
-		t.Errorf("a refusal before any rate held shows a concurrency cap")
-	}
-	if c.refused(t0, 7, 25, 20) {
-		t.Errorf("a refusal at a rate over the one that held shows a concurrency cap")
-	}
-	if c.refused(t0, 6, 15, 20) {
-		t.Errorf("a refusal with no more in flight than admitted shows a concurrency cap")
-	}
-	if !c.refused(t0, 9, 15, 20) || c.limit(t0) != 6 {
-		t.Errorf("a refusal at a rate that held, with more in flight than admitted: limit %d, want a cap of 6", c.limit(t0))
-	}
-	c.blocked = true
-	c.tick(at(time.Duration(maxPatience/2)*time.Second), time.Second)
-	if c.limit(t0) != 7 {
-		t.Errorf("a cap held back requests for long: limit %d, want probed to 7", c.limit(t0))
-	}
-}
-
 // A sliding log's reset is when all its room is back: a reading sent just
 // after what looked like a wall's reset, with nothing left, shows room
 // comes back as it went, not at the next reset.

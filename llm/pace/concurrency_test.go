@@ -1,0 +1,342 @@
+package pace
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestSlowStart(t *testing.T) {
+	c := newConcurrency(32, true, t0)
+	for _, tc := range []struct {
+		at   time.Duration
+		want int
+	}{{0, 4}, {250 * time.Millisecond, 8}, {600 * time.Millisecond, 16}, {750 * time.Millisecond, 32}, {time.Hour, 32}} {
+		if got := c.limit(at(tc.at)); got != tc.want {
+			t.Errorf("slow start: limit at %v = %d, want %d", tc.at, got, tc.want)
+		}
+	}
+	c = newConcurrency(32, true, t0)
+	c.answered(at(0), c.sent(at(0)), refusedIt)
+	if got := c.limit(at(0)); got != 32 {
+		t.Errorf("after a refusal: limit %d, want the configured 32", got)
+	}
+}
+
+// flightStep is one event of a flight log: request id sent, or answered
+// (ok, refused, lost), at a time.
+type flightStep struct {
+	what string // send, ok, refused, lost
+	id   string
+	at   time.Duration
+}
+
+// fly feeds steps to c and returns whether a cap was found, and when.
+func fly(t *testing.T, c *concurrency, steps []flightStep) (found bool, when time.Duration) {
+	t.Helper()
+	seqs := map[string]int64{}
+	states := map[string]flightState{"ok": tookIt, "refused": refusedIt, "lost": lostIt}
+	for _, s := range steps {
+		if s.what == "send" {
+			seqs[s.id] = c.sent(at(s.at))
+			continue
+		}
+		seq, ok := seqs[s.id]
+		if !ok {
+			t.Fatalf("%s answered before it was sent", s.id)
+		}
+		if c.answered(at(s.at), seq, states[s.what]) && !found {
+			found, when = true, s.at
+		}
+	}
+	return found, when
+}
+
+// sends is steps sending ids at d.
+func sends(d time.Duration, ids ...string) []flightStep {
+	var s []flightStep
+	for _, id := range ids {
+		s = append(s, flightStep{"send", id, d})
+	}
+	return s
+}
+
+func answers(what string, d time.Duration, ids ...string) []flightStep {
+	var s []flightStep
+	for _, id := range ids {
+		s = append(s, flightStep{what, id, d})
+	}
+	return s
+}
+
+func steps(parts ...[]flightStep) []flightStep {
+	var s []flightStep
+	for _, p := range parts {
+		s = append(s, p...)
+	}
+	return s
+}
+
+const ms = time.Millisecond
+
+func TestConcurrencyFindsCap(t *testing.T) {
+	tests := []struct {
+		name    string
+		steps   []flightStep
+		want    int           // the cap found; 0: none
+		wantAt  time.Duration // when
+		wantNot string        // why none, for the message
+	}{
+		{"a cap of 2: the third at one instant is refused, twice, and more are admitted after",
+			steps(sends(0, "a", "b", "c"), answers("refused", 0, "c"), answers("ok", 50*ms, "a", "b"),
+				sends(60*ms, "d", "e", "f"), answers("refused", 60*ms, "f"), answers("ok", 110*ms, "d", "e")),
+			2, 110 * ms, ""},
+		{"requests sent at one instant may reach the server in any order: the one admitted was the last sent",
+			steps(sends(0, "a", "b"), answers("refused", 0, "a"), answers("ok", 50*ms, "b"),
+				sends(60*ms, "c", "d"), answers("refused", 60*ms, "c"), answers("ok", 110*ms, "d"),
+				sends(120*ms, "e"), answers("ok", 170*ms, "e")),
+			1, 170 * ms, ""}, // b went at the instant of the first refusal, not after it
+		{"a refusal sent at the instant one in hand was answered tells nothing",
+			steps(sends(0, "a", "b"), answers("refused", 0, "b"), answers("ok", 50*ms, "a"),
+				sends(50*ms, "c", "d"), answers("refused", 50*ms, "c"), answers("ok", 100*ms, "d"),
+				sends(110*ms, "e"), answers("ok", 160*ms, "e")),
+			0, 0, "c may have found a in hand or not"},
+		{"a refusal with nothing in hand is a rate limit's",
+			steps(sends(0, "a"), answers("ok", 50*ms, "a"), sends(50*ms, "b"), answers("refused", 50*ms, "b"),
+				sends(60*ms, "c", "d"), answers("refused", 60*ms, "d"), answers("ok", 110*ms, "c"),
+				sends(110*ms, "e", "f"), answers("ok", 160*ms, "e", "f")),
+			0, 0, "refused with none in hand"},
+		{"admitted with more in hand than refusals found: a rate limit",
+			steps(sends(0, "a", "b", "c"), answers("ok", 50*ms, "a", "b", "c"),
+				sends(50*ms, "d", "e"), answers("refused", 50*ms, "e"), answers("ok", 100*ms, "d"),
+				sends(100*ms, "f", "g"), answers("refused", 100*ms, "g"), answers("ok", 150*ms, "f"),
+				sends(150*ms, "h", "i"), answers("ok", 200*ms, "h", "i")),
+			0, 0, "admitted three at once, refused with one in hand"},
+		{"a rate limit whose admitted requests are all still in flight looks like a cap until it admits more",
+			steps(sends(0, "a", "b"), sends(time.Second, "c"), answers("refused", time.Second, "c"),
+				sends(2*time.Second, "d"), sends(3*time.Second, "e"), answers("refused", 3*time.Second, "e"),
+				sends(4*time.Second, "f"), answers("refused", 4*time.Second, "f"),
+				sends(5*time.Second, "g"),
+				answers("ok", 90*time.Second, "a", "b"), answers("ok", 92*time.Second, "d"), answers("ok", 95*time.Second, "g")),
+			0, 0, "refusals found 2 and 3 in hand, and one was admitted with 2"},
+		{"no word from the server is no evidence, and holds nothing up",
+			steps(sends(0, "a", "b", "c"), answers("refused", 0, "c"), answers("lost", 10*ms, "b"), answers("ok", 50*ms, "a"),
+				sends(60*ms, "d", "e"), answers("refused", 60*ms, "e"), answers("ok", 110*ms, "d"),
+				sends(120*ms, "f", "g"), answers("refused", 120*ms, "g"), answers("ok", 170*ms, "f")),
+			1, 170 * ms, ""},
+		{"a refusal is not judged while one sent before it is in flight",
+			steps(sends(0, "a"), sends(10*ms, "b"), answers("refused", 10*ms, "b"),
+				sends(20*ms, "c"), answers("refused", 20*ms, "c"), sends(30*ms, "d", "e"), answers("ok", 40*ms, "d", "e")),
+			0, 0, "a is in flight"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newConcurrency(32, false, t0)
+			found, when := fly(t, &c, tt.steps)
+			switch {
+			case tt.want == 0 && (found || c.cap != 0):
+				t.Errorf("found a cap of %d at %v, want none (%s)", c.cap, when, tt.wantNot)
+			case tt.want != 0 && !found:
+				t.Errorf("no cap found, want %d", tt.want)
+			case tt.want != 0 && (c.cap != tt.want || when != tt.wantAt):
+				t.Errorf("found a cap of %d at %v, want %d at %v", c.cap, when, tt.want, tt.wantAt)
+			}
+			if tt.want != 0 && c.limit(t0) != tt.want {
+				t.Errorf("limit %d, want the cap %d", c.limit(t0), tt.want)
+			}
+		})
+	}
+}
+
+// capOf2 is a flight log in which a cap of 2 has been found at 100 ms.
+func capOf2(t *testing.T) (concurrency, map[string]int64) {
+	c := newConcurrency(32, false, t0)
+	if found, _ := fly(t, &c, steps(sends(0, "a", "b", "c"), answers("refused", 0, "c"), answers("ok", 40*ms, "a", "b"),
+		sends(50*ms, "d", "e", "f"), answers("refused", 50*ms, "f"), answers("ok", 100*ms, "d", "e"))); !found {
+		t.Fatal("no cap of 2 found")
+	}
+	return c, map[string]int64{}
+}
+
+func TestConcurrencyClaimsAndProbes(t *testing.T) {
+	c, _ := capOf2(t)
+	span := time.Second
+	// Held back for patience spans: probed one higher.
+	c.blocked = true
+	if c.tick(at(100*ms+3*span), span) || c.cap != 2 {
+		t.Fatalf("probed before patience spans: cap %d", c.cap)
+	}
+	probeAt := 100*ms + capFirstPatience*span
+	if !c.tick(at(probeAt), span) || c.cap != 3 {
+		t.Fatalf("not probed after patience spans with requests held back: cap %d, want 3", c.cap)
+	}
+	// The probe refused: three were in flight, two admitted.
+	x, y := c.sent(at(probeAt)), c.sent(at(probeAt))
+	z := c.sent(at(probeAt))
+	if !c.claim(at(probeAt), z) {
+		t.Fatal("a refusal with two in hand, under a cap of 3, not claimed")
+	}
+	c.answered(at(probeAt), z, refusedIt)
+	if c.cap != 2 || c.patience != 2*capFirstPatience {
+		t.Errorf("after a probe refused: cap %d, patience %d; want 2 and %d", c.cap, c.patience, 2*capFirstPatience)
+	}
+	c.answered(at(probeAt+50*ms), x, tookIt)
+	c.answered(at(probeAt+50*ms), y, tookIt)
+	if c.cap != 2 {
+		t.Errorf("its busy count known: cap %d, want still 2", c.cap)
+	}
+	// Not held back: no probe, however long.
+	if c.tick(at(probeAt+time.Hour), span) || c.cap != 2 {
+		t.Errorf("probed with no request held back: cap %d", c.cap)
+	}
+	// A refusal with nothing in hand is not the cap's; one such may be
+	// requests that crossed, two of five are a rate limit: no cap.
+	for i := range 2 {
+		now := at(2*time.Hour + time.Duration(i)*time.Second)
+		w := c.sent(now)
+		if c.claim(now, w) {
+			t.Error("a refusal with nothing in hand claimed as the cap's")
+		}
+		c.answered(now, w, refusedIt)
+		v := c.sent(now.Add(10 * ms))
+		c.answered(now.Add(60*ms), v, tookIt)
+		if want := []int{2, 0}[i]; c.cap != want {
+			t.Errorf("after %d refusals with nothing in hand: cap %d, want %d", i+1, c.cap, want)
+		}
+	}
+	if c.claim(at(2*time.Hour), c.sent(at(2*time.Hour))) {
+		t.Error("a refusal claimed with no cap known")
+	}
+}
+
+func TestConcurrencyProbeThatHolds(t *testing.T) {
+	c, _ := capOf2(t)
+	span := time.Second
+	c.blocked = true
+	c.tick(at(100*ms+capFirstPatience*span), span)
+	c.blocked = true
+	if !c.tick(at(100*ms+2*capFirstPatience*span), span) || c.cap != 4 || c.patience != capFirstPatience {
+		t.Errorf("a probe held: cap %d, patience %d; want probed again to 4, patience %d", c.cap, c.patience, capFirstPatience)
+	}
+}
+
+// TestLaneFindsCap runs a lane against a server that admits three
+// requests at a time and refuses the fourth at once with a Retry-After of
+// a second, and against one that admits twenty requests a second (a fixed
+// window) and refuses the rest until the next.
+func TestLaneFindsCap(t *testing.T) {
+	tests := []struct {
+		name    string
+		serve   func(now time.Time) (ok bool, done func())
+		wantCap int
+		most    time.Duration // the run takes at most this
+	}{
+		{"a cap of 3", capServer(3), 3, 13 * time.Second},      // 300 at 100 ms, three at a time: 10 s
+		{"20 a second", windowServer(20), 0, 20 * time.Second}, // 15 s
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := New(Config{Concurrency: 16, Adapt: true})
+				start := time.Now()
+				refused := runLane(t, l, 300, 16, tt.serve)
+				took := time.Since(start)
+				ln := l.lane("m")
+				ln.mu.Lock()
+				capFound := ln.gate.policy.cap
+				ln.mu.Unlock()
+				if capFound != tt.wantCap {
+					t.Errorf("cap %d, want %d", capFound, tt.wantCap)
+				}
+				if took > tt.most || refused > 15 {
+					t.Errorf("took %v with %d refusals, want at most %v and 15", took, refused, tt.most)
+				}
+				if rpm, _ := l.Effective("m"); tt.wantCap > 0 && rpm != 0 {
+					t.Errorf("the request pace is %v/min under a cap, want none", rpm)
+				}
+			})
+		})
+	}
+}
+
+// capServer admits n requests at a time, each taking 100 ms.
+func capServer(n int) func(time.Time) (bool, func()) {
+	var mu sync.Mutex
+	inHand := 0
+	return func(time.Time) (bool, func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if inHand >= n {
+			return false, nil
+		}
+		inHand++
+		return true, func() {
+			time.Sleep(100 * time.Millisecond)
+			mu.Lock()
+			inHand--
+			mu.Unlock()
+		}
+	}
+}
+
+// windowServer admits n requests in each whole second, each taking 50 ms.
+func windowServer(n int) func(time.Time) (bool, func()) {
+	var mu sync.Mutex
+	var second int64
+	used := 0
+	return func(now time.Time) (bool, func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s := now.Unix(); s != second {
+			second, used = s, 0
+		}
+		if used >= n {
+			return false, nil
+		}
+		used++
+		return true, func() { time.Sleep(50 * time.Millisecond) }
+	}
+}
+
+// runLane sends n requests through l with workers, as the client does:
+// a refused one waits what Done says (its Retry-After of a second at
+// least) and goes again. It returns the refusals.
+func runLane(t *testing.T, l *Limiter, n, workers int, serve func(time.Time) (bool, func())) int {
+	var mu sync.Mutex
+	left, refused := n, 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if left == 0 {
+					mu.Unlock()
+					return
+				}
+				left--
+				mu.Unlock()
+				for {
+					p, err := l.Acquire(context.Background(), "m", 0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ok, done := serve(time.Now())
+					if ok {
+						done()
+						p.Done(Outcome{Result: Admitted})
+						break
+					}
+					mu.Lock()
+					refused++
+					mu.Unlock()
+					time.Sleep(max(p.Done(Outcome{Result: Refused, Hint: time.Second}), time.Second))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return refused
+}

@@ -1,0 +1,172 @@
+package pace
+
+import (
+	"slices"
+	"time"
+)
+
+// flightState is what became of a request in the flight log.
+type flightState uint8
+
+const (
+	noFlight  flightState = iota // an empty slot of the log
+	flying                       // not answered yet
+	tookIt                       // admitted
+	refusedIt                    // refused
+	lostIt                       // no word from the server
+)
+
+// flightLen is how many of the latest requests the flight log keeps.
+const flightLen = 256
+
+// flight is one request in the log.
+type flight struct {
+	seq        int64
+	sent, done time.Time
+	state      flightState
+	busy       int // admitted requests in flight when it went; -1: not known yet
+}
+
+// unknownBusy is the busy count of a refusal whose count is in doubt.
+const unknownBusy = -2
+
+// flights is the log of the lane's latest requests, in the order sent.
+type flights struct {
+	log  [flightLen]flight
+	next int64 // the number of the next request sent
+	ripe int64 // every request before it has its busy count
+}
+
+func (f *flights) send(now time.Time) int64 {
+	s := f.next
+	f.next++
+	f.log[s%flightLen] = flight{seq: s, sent: now, state: flying, busy: -1}
+	return s
+}
+
+// at returns request seq, or nil when the log no longer holds it.
+func (f *flights) at(seq int64) *flight {
+	if r := &f.log[seq%flightLen]; seq >= 0 && r.seq == seq && r.state != noFlight {
+		return r
+	}
+	return nil
+}
+
+func (f *flights) answer(seq int64, now time.Time, st flightState) {
+	if r := f.at(seq); r != nil && r.state == flying {
+		r.state, r.done = st, now
+	}
+}
+
+// ripen counts the busy count of each request in the order sent, once it
+// and everything sent before it or at the same instant have been answered
+// (requests sent at one instant may reach the server in any order), and
+// passes it to judge.
+func (f *flights) ripen(now time.Time, judge func(*flight)) {
+	for f.ripe < f.next {
+		r := f.at(f.ripe)
+		if r == nil {
+			f.ripe++
+			continue
+		}
+		end := f.ripe
+		for ; end < f.next; end++ {
+			g := f.at(end)
+			if g == nil || !g.sent.Equal(r.sent) {
+				break
+			}
+			if g.state == flying {
+				return
+			}
+		}
+		if end == f.next && !now.After(r.sent) {
+			return // more may go at this instant
+		}
+		for s := f.ripe; s < end; s++ {
+			g := f.at(s)
+			n, unsure := f.count(g, end, false)
+			if g.busy = n; unsure && g.state == refusedIt {
+				// Refused with one in hand, or with one just gone and
+				// none: it tells nothing either way.
+				g.busy = unknownBusy
+			}
+			judge(g)
+		}
+		f.ripe = end
+	}
+}
+
+// count returns how many requests, other than r and numbered below end,
+// were sent no later than r and admitted after r went; with flyingToo,
+// those still in flight as well. It also reports whether one was answered
+// at the very instant r went: that one may have left the server before r
+// came, or not.
+func (f *flights) count(r *flight, end int64, flyingToo bool) (n int, unsure bool) {
+	for s := max(end-flightLen, 0); s < end; s++ {
+		g := f.at(s)
+		if g == nil || g == r || g.sent.After(r.sent) {
+			continue
+		}
+		if g.state == tookIt && g.done.After(r.sent) || flyingToo && g.state == flying {
+			n++
+		}
+		unsure = unsure || g.state == tookIt && g.done.Equal(r.sent)
+	}
+	return n, unsure
+}
+
+// inHand returns the most request seq can have found in the server's
+// hands: those sent no later than it, admitted after it went or in flight.
+func (f *flights) inHand(seq int64) int {
+	r := f.at(seq)
+	if r == nil {
+		return 0
+	}
+	n, _ := f.count(r, f.next, true)
+	return n
+}
+
+// evidence sums up the requests in the log whose busy count is known.
+type evidence struct {
+	lo      int // the most any admitted one found in the server's hands, plus one: it took that many at once
+	hi      int // what most refused ones found at least (their median); 0: none refused
+	refused int // how many were refused
+	fewer   int // of those, how many found fewer than hi
+	after   int // how many were admitted that were sent after the first of the refused ones
+}
+
+// consistent reports whether a cap explains the evidence: most refusals
+// found one in hand at least, and more than any admitted request did; a
+// few (a quarter) may have found fewer, since requests that cross on the
+// way may be miscounted.
+func (e evidence) consistent() bool {
+	return e.refused == 0 || e.hi >= 1 && e.lo <= e.hi && 4*e.fewer <= e.refused
+}
+
+func (f *flights) evidence() evidence {
+	var busy [flightLen]int
+	e, first := evidence{}, time.Time{}
+	for i := range f.log {
+		if r := &f.log[i]; r.busy >= 0 && r.state == refusedIt {
+			busy[e.refused], e.refused = r.busy, e.refused+1
+			if first.IsZero() || r.sent.Before(first) {
+				first = r.sent
+			}
+		}
+	}
+	if e.refused > 0 {
+		b := busy[:e.refused]
+		slices.Sort(b)
+		e.hi = b[len(b)/2]
+		e.fewer, _ = slices.BinarySearch(b, e.hi)
+	}
+	for i := range f.log {
+		if r := &f.log[i]; r.busy >= 0 && r.state == tookIt {
+			e.lo = max(e.lo, r.busy+1)
+			if !first.IsZero() && r.sent.After(first) {
+				e.after++
+			}
+		}
+	}
+	return e
+}

@@ -1,0 +1,89 @@
+package pace
+
+import (
+	"context"
+	"time"
+)
+
+// gate is the concurrency gate: the policy, and the requests in flight.
+type gate struct {
+	policy   concurrency
+	inFlight int
+}
+
+func (ln *lane) takeSlot(ctx context.Context) error {
+	for {
+		ln.mu.Lock()
+		now := ln.l.now()
+		ln.tick(now)
+		limit := ln.gate.policy.limit(now)
+		if limit <= 0 || ln.gate.inFlight < limit {
+			ln.gate.inFlight++
+			ln.mu.Unlock()
+			return nil
+		}
+		ln.gate.policy.blocked = true
+		wake := ln.changed
+		ln.mu.Unlock()
+		// The slow start opens with time as well as with answers.
+		if err := sleep(ctx, slowStep, wake); err != nil {
+			return err
+		}
+	}
+}
+
+func (ln *lane) releaseSlot() {
+	ln.mu.Lock()
+	ln.gate.inFlight--
+	ln.wake()
+	ln.mu.Unlock()
+}
+
+// answered tells the gate's policy what became of p, and reports whether
+// that showed a concurrency cap: then what the refusals before taught the
+// request pace is forgotten, and the pause they set lifted, since they
+// were the cap's. ln.mu is held.
+func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
+	was := ln.gate.policy.cap
+	found := ln.gate.policy.answered(now, p.seq, st)
+	ln.capChanged(now, was, found)
+	return found
+}
+
+// capChanged logs a change of the cap from was; one found just now
+// lifts the pause the cap's refusals set (the gate holds the others now)
+// and makes the request pace forget what they taught it. ln.mu is held.
+func (ln *lane) capChanged(now time.Time, was int, found bool) {
+	if found {
+		ln.until = now
+		span := ln.req.est.span
+		ln.req.est = newEstimator(ln.l.ceiling(ln.l.cfg.RPM), ln.l.cfg.Adapt, now)
+		ln.req.est.stretch(span)
+		ln.logged("rpm", &ln.req, now, 1)
+	}
+	if is := ln.gate.policy.cap; is != was {
+		ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", is)
+		if found {
+			ln.l.log.Info("concurrency cap found", "model", ln.model, "in flight", is)
+		}
+	}
+}
+
+// capped records the refusal of p and reports whether it is a concurrency
+// cap's: about requests, not explained by a request window the server
+// says is spent (such a refusal, like one about tokens, is no evidence
+// either way), and with as many in the server's hands as the cap.
+// ln.mu is held.
+func (ln *lane) capped(p *Permit, now time.Time, o Outcome) bool {
+	if o.Tokens || o.Requests.Told && o.Requests.Left <= 0 && o.Requests.Reset > 0 {
+		if !o.Tokens {
+			ln.gate.policy.slow = time.Time{} // a refusal about requests ends the slow start all the same
+		}
+		ln.answered(p, now, lostIt)
+		return false
+	}
+	was := ln.gate.policy.cap
+	claimed := ln.gate.policy.claim(now, p.seq)
+	ln.capChanged(now, was, false)
+	return ln.answered(p, now, refusedIt) || claimed
+}
