@@ -233,3 +233,91 @@ func TestEstimatorNoiseClimbs(t *testing.T) {
 		t.Errorf("paces against one refusal in ten whatever the pace = %v, want them to climb back from %v", paces, low)
 	}
 }
+
+// TestEstimatorCuts: how deep a refusal episode cuts.
+func TestEstimatorCuts(t *testing.T) {
+	inf := math.Inf(1)
+	// episode: a span at the pace, all admitted but the last, refused,
+	// then the tick that decides once the hold is over.
+	episode := func(e *estimator, start time.Time) time.Time {
+		n := int(e.pace())
+		for i := range n {
+			sent := start.Add(time.Duration(i) * time.Second / time.Duration(n))
+			e.sent(1)
+			if i < n-1 {
+				e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+			}
+		}
+		end := start.Add(time.Second)
+		e.refused(end, end.Add(-10*time.Millisecond), 1, 0)
+		e.tick(end.Add(300 * time.Millisecond))
+		return end.Add(300 * time.Millisecond)
+	}
+	t.Run("cuts in a row go deeper", func(t *testing.T) {
+		e := estimator{ceil: inf, adapt: true, rate: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+		now := episode(&e, t0)
+		first := e.pace() // 0.9 of 20
+		episode(&e, now)
+		if want := 0.8 * first; math.Abs(e.pace()-want) > 0.01 {
+			t.Errorf("after a cut of 20 to %v, the next cut = %v, want a fifth off, %v", first, e.pace(), want)
+		}
+	})
+	t.Run("mostly refused before answers enough: halved", func(t *testing.T) {
+		e := newEstimator(10, true, t0)
+		play(&e, cat(repeat(4, 0, step{what: "send", n: 1}),
+			[]step{{what: "ok", seen: 10 * time.Millisecond, n: 1}},
+			repeat(3, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
+			[]step{{what: "tick", seen: 400 * time.Millisecond}}))
+		if e.pace() != 5 {
+			t.Errorf("pace = %v, want 5", e.pace())
+		}
+	})
+	t.Run("refused over a pace held, before answers enough: back to it", func(t *testing.T) {
+		e := estimator{ceil: inf, adapt: true, rate: 30, good: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+		play(&e, cat(sendOK(3, 30*time.Millisecond),
+			[]step{{what: "refused", send: 90 * time.Millisecond, seen: 100 * time.Millisecond, n: 1}},
+			[]step{{what: "tick", seen: 400 * time.Millisecond}}))
+		if e.pace() != 20 || e.bad != 30 {
+			t.Errorf("pace = %v, bad = %v; want 20, 30", e.pace(), e.bad)
+		}
+	})
+	t.Run("refused all along, admitting a quarter: the long run bounds the cut", func(t *testing.T) {
+		// A server that takes 5 a second of the 20 sent, and, each time
+		// the pace climbed back over it, lets one more epoch look held.
+		e := estimator{ceil: inf, adapt: true, rate: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+		now := t0
+		for range 20 {
+			for i := range 20 {
+				sent := now.Add(time.Duration(i) * 50 * time.Millisecond)
+				e.sent(1)
+				if i%4 == 0 {
+					e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+				} else {
+					e.refused(sent.Add(10*time.Millisecond), sent, 1, 0)
+				}
+			}
+			now = now.Add(time.Second)
+			e.tick(now)
+			e.bad, e.ep.refused, e.ep.answers = 0, 0, minAnswers // as if it climbed back and held: only the long run can tell
+			e.rate = 20
+		}
+		// The last epoch: a burst allowance admits all but its last.
+		e.shift(now, 20)
+		for i := range 20 {
+			sent := now.Add(time.Duration(i) * 50 * time.Millisecond)
+			e.sent(1)
+			if i < 19 {
+				e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+			}
+		}
+		now = now.Add(time.Second)
+		e.refused(now, now.Add(-10*time.Millisecond), 1, 0)
+		e.tick(now.Add(300 * time.Millisecond))
+		// The epoch alone says 0.95 of 19/s, and cuts in a row stop at
+		// half of the 20 sent; the long run (5 a second, over the busy
+		// time its holds leave) says far less.
+		if e.pace() > 8 {
+			t.Errorf("pace = %v, want under 8: what the long run let through", e.pace())
+		}
+	})
+}

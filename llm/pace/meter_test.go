@@ -36,3 +36,39 @@ func TestMeter(t *testing.T) {
 		t.Errorf("after a slot was reused: sum over the memory = %v, want %v", got, 200-4+5)
 	}
 }
+
+// TestLongRunRate: what the server let through over a horizon refused all
+// along is its rate, holds left out; a horizon refused in one half only,
+// or longer than what was seen, says nothing.
+func TestLongRunRate(t *testing.T) {
+	span := time.Second
+	// 20 s: 2 admitted a second; a refusal every 4 s, each holding 1 s.
+	fill := func(refusals func(s int) bool) *longRun {
+		l := &longRun{}
+		for s := range 20 {
+			l.got.add(at(time.Duration(s)*time.Second), 1)
+			l.got.add(at(time.Duration(s)*time.Second+500*time.Millisecond), 1)
+			if refusals(s) {
+				l.nays.add(at(time.Duration(s)*time.Second+700*time.Millisecond), 1)
+				l.held.add(at(time.Duration(s)*time.Second+700*time.Millisecond), 1)
+			}
+		}
+		return l
+	}
+	now := at(20 * time.Second)
+	all := fill(func(s int) bool { return s%4 == 3 })
+	r, ok := all.rate(now, span)
+	// 16 s horizon: 32 admitted over 16 s less 4 s held.
+	if !ok || r < 2.6 || r > 2.8 {
+		t.Errorf("refused all along: rate %v ok %v, want about 32/12 and ok", r, ok)
+	}
+	if _, ok := fill(func(s int) bool { return s == 15 }).rate(now, span); ok {
+		t.Error("refused in the second half only: ok, want not")
+	}
+	if _, ok := all.rate(at(10*time.Second), span); ok {
+		t.Error("a horizon reaching before the first answer: ok, want not")
+	}
+	if _, ok := all.rate(now, 2*time.Second); ok {
+		t.Error("a horizon of 16 spans of 2 s, longer than what was seen: ok, want not")
+	}
+}
