@@ -24,11 +24,8 @@ func (ln *lane) takePaces(ctx context.Context, tokens int, since time.Time) erro
 // per window see it. Waiters do not queue: each sleeps until the units
 // could be there and tries again, so a pace raised meanwhile is felt at
 // once. One that has waited as long as its units take to earn (since it
-// began to wait, at since) may take them ahead, as a debt, so that smaller
-// ones do not starve it, but only a debt about its own size: a queue of
-// debts would hold the requests behind it at the pace they were taken at,
-// however the pace rose since. lim is read each time round: the estimator
-// may replace it.
+// began to wait, at since) may take them ahead, as a debt, but only so far
+// (see ahead). lim is read each time round: the estimator may replace it.
 func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since time.Time) error {
 	for {
 		ln.mu.Lock()
@@ -41,7 +38,7 @@ func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since
 		patience := time.Duration(float64(n) / r * float64(time.Second))
 		if l.TokensAt(now) >= float64(k) || now.Sub(since) >= patience {
 			res := l.ReserveN(now, k)
-			if d := res.DelayFrom(now); d <= 2*patience+time.Millisecond {
+			if d := res.DelayFrom(now); d <= ahead(n, patience) {
 				for left := n - k; left > 0; left -= l.Burst() {
 					l.ReserveN(now, min(left, l.Burst()))
 				}
@@ -56,6 +53,18 @@ func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since
 			return err
 		}
 	}
+}
+
+// ahead is how far ahead a request of n units that waited its patience
+// may take its turn: twice its patience, so that smaller ones do not
+// starve it; for one unit a quarter second at most, since all are its
+// size, and turns taken far ahead would hold the requests behind at the
+// pace they were taken at, however it rose since.
+func ahead(n int, patience time.Duration) time.Duration {
+	if n == 1 {
+		patience = min(patience, 125*time.Millisecond)
+	}
+	return 2*patience + time.Millisecond
 }
 
 // waitTurn waits until the turn reserved at l, at until, unless the pace
