@@ -14,7 +14,7 @@ const (
 // rarely a cap found is probed one higher (in spans of the request pace,
 // doubling with each probe refused).
 const (
-	capEvidence      = 2 // refusals, each with as many admitted in flight as any admitted request had, that show a cap
+	capEvidence      = 2 // instants at which refusals went, and admitted requests after, that show a cap
 	capFirstPatience = 4
 	capMaxPatience   = 64
 )
@@ -94,8 +94,9 @@ func (c *concurrency) answered(now time.Time, seq int64, st flightState) (found 
 }
 
 // judge weighs the evidence once f's busy count is known, and reports
-// whether it shows a cap not known before: capEvidence refusals, and as
-// many admitted requests sent after the first of them (a rate limit that
+// whether it shows a cap not known before: refusals sent at capEvidence
+// instants at least (not one burst), and as many admitted requests sent
+// after the first of them (a rate limit that
 // has admitted requests which are all still in flight looks like a cap of
 // what it admitted until more are admitted), none of which contradict one.
 func (c *concurrency) judge(now time.Time, f *flight) bool {
@@ -105,7 +106,7 @@ func (c *concurrency) judge(now time.Time, f *flight) bool {
 		c.cap, c.probing = 0, false // a rate limit: the cap was a mistake
 	case c.cap > 0 && f.state == refusedIt && f.busy >= ev.hi-1:
 		c.lower(now, f.busy)
-	case c.cap == 0 && ev.refused >= capEvidence && ev.after >= capEvidence:
+	case c.cap == 0 && ev.bursts >= capEvidence && ev.after >= capEvidence:
 		c.cap, c.since, c.probing, c.blocked = ev.hi, now, false, false
 		return true
 	}
