@@ -24,19 +24,24 @@ const (
 // refusal; then it is the configured most, unless the server shows a
 // concurrency cap.
 //
-// A cap is told from a rate limit by what the refusals go with. For each
-// request the flight log knows, once everything sent before it has been
-// answered, how many admitted requests were in flight when it went: what
-// the server had in hand when it came (its busy count). A server with a
-// cap of K admits every request that finds fewer than K in hand and
-// refuses every one that finds K, whatever the rate; a rate limit refuses
-// by the rate, whatever is in hand. So a cap shows as refusals that all
-// found at least as many in hand as any admitted request did (and one at
-// least); a single refusal that found fewer, or none, shows a rate limit.
-// Once shown, the cap is the fewest in hand at a refusal, lowered by any
-// later refusal that found fewer, and probed one higher after patience
-// spans in which the gate held requests back. Refusals at the cap teach
-// the pace nothing (see lane.refused).
+// A cap is told from a rate limit by what the refusals go with. The flight
+// log knows for each request, once everything sent before it (or at the
+// same instant) has been answered, how many admitted requests were in
+// flight when it went: what the server had in hand when it came (its busy
+// count). A server with a cap of K admits a request that finds fewer than
+// K in hand and refuses one that finds K, whatever the rate; a rate limit
+// refuses by the rate, whatever is in hand. So a cap shows as refusals, at
+// two instants at least (not one burst), most of which found more in hand
+// than any admitted request did, and one at least; and as admitted
+// requests sent after the first of them (a rate limit whose admitted
+// requests are all still in flight looks like a cap of what it admitted,
+// until it admits more). Refusals with none in hand, or fewer than an
+// admitted request found, beyond a quarter of them, show a rate limit and
+// drop a cap found. The cap is what most refusals found; a refusal under
+// it lowers it at once to the most it may have found, and the gate probes
+// one higher after patience spans in which it held requests back, the
+// patience doubling with each probe refused. Refusals at the cap teach the
+// pace nothing and pause no one (see lane.refused).
 //
 // Pure: time is passed in; the lane owns it.
 type concurrency struct {
