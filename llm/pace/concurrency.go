@@ -14,7 +14,7 @@ const (
 // rarely a cap found is probed one higher (in spans of the request pace,
 // doubling with each probe refused).
 const (
-	capEvidence      = 2 // refusals, each with as many admitted in flight as any admitted request had, that show a cap
+	capEvidence      = 2 // instants at which refusals went, and admitted requests after, that show a cap
 	capFirstPatience = 4
 	capMaxPatience   = 64
 )
@@ -24,19 +24,24 @@ const (
 // refusal; then it is the configured most, unless the server shows a
 // concurrency cap.
 //
-// A cap is told from a rate limit by what the refusals go with. For each
-// request the flight log knows, once everything sent before it has been
-// answered, how many admitted requests were in flight when it went: what
-// the server had in hand when it came (its busy count). A server with a
-// cap of K admits every request that finds fewer than K in hand and
-// refuses every one that finds K, whatever the rate; a rate limit refuses
-// by the rate, whatever is in hand. So a cap shows as refusals that all
-// found at least as many in hand as any admitted request did (and one at
-// least); a single refusal that found fewer, or none, shows a rate limit.
-// Once shown, the cap is the fewest in hand at a refusal, lowered by any
-// later refusal that found fewer, and probed one higher after patience
-// spans in which the gate held requests back. Refusals at the cap teach
-// the pace nothing (see lane.refused).
+// A cap is told from a rate limit by what the refusals go with. The flight
+// log knows for each request, once everything sent before it (or at the
+// same instant) has been answered, how many admitted requests were in
+// flight when it went: what the server had in hand when it came (its busy
+// count). A server with a cap of K admits a request that finds fewer than
+// K in hand and refuses one that finds K, whatever the rate; a rate limit
+// refuses by the rate, whatever is in hand. So a cap shows as refusals, at
+// two instants at least (not one burst), most of which found more in hand
+// than any admitted request did, and one at least; and as admitted
+// requests sent after the first of them (a rate limit whose admitted
+// requests are all still in flight looks like a cap of what it admitted,
+// until it admits more). Refusals with none in hand, or fewer than an
+// admitted request found, beyond a quarter of them, show a rate limit and
+// drop a cap found. The cap is what most refusals found; a refusal under
+// it lowers it at once to the most it may have found, and the gate probes
+// one higher after patience spans in which it held requests back, the
+// patience doubling with each probe refused. Refusals at the cap teach the
+// pace nothing and pause no one (see lane.refused).
 //
 // Pure: time is passed in; the lane owns it.
 type concurrency struct {
@@ -94,8 +99,9 @@ func (c *concurrency) answered(now time.Time, seq int64, st flightState) (found 
 }
 
 // judge weighs the evidence once f's busy count is known, and reports
-// whether it shows a cap not known before: capEvidence refusals, and as
-// many admitted requests sent after the first of them (a rate limit that
+// whether it shows a cap not known before: refusals sent at capEvidence
+// instants at least (not one burst), and as many admitted requests sent
+// after the first of them (a rate limit that
 // has admitted requests which are all still in flight looks like a cap of
 // what it admitted until more are admitted), none of which contradict one.
 func (c *concurrency) judge(now time.Time, f *flight) bool {
@@ -105,7 +111,7 @@ func (c *concurrency) judge(now time.Time, f *flight) bool {
 		c.cap, c.probing = 0, false // a rate limit: the cap was a mistake
 	case c.cap > 0 && f.state == refusedIt && f.busy >= ev.hi-1:
 		c.lower(now, f.busy)
-	case c.cap == 0 && ev.refused >= capEvidence && ev.after >= capEvidence:
+	case c.cap == 0 && ev.bursts >= capEvidence && ev.after >= capEvidence:
 		c.cap, c.since, c.probing, c.blocked = ev.hi, now, false, false
 		return true
 	}

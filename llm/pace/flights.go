@@ -126,12 +126,14 @@ func (f *flights) inHand(seq int64) int {
 	return n
 }
 
-// evidence sums up the requests in the log whose busy count is known.
+// evidence sums up the requests in the log whose busy count is known:
+// the admitted ones of the whole log, the refused ones of its newer half.
 type evidence struct {
 	lo      int // the most any admitted one found in the server's hands, plus one: it took that many at once
 	hi      int // what most refused ones found at least (their median); 0: none refused
 	refused int // how many were refused
 	fewer   int // of those, how many found fewer than hi
+	bursts  int // at how many instants they were sent
 	after   int // how many were admitted that were sent after the first of the refused ones
 }
 
@@ -145,12 +147,18 @@ func (e evidence) consistent() bool {
 
 func (f *flights) evidence() evidence {
 	var busy [flightLen]int
-	e, first := evidence{}, time.Time{}
-	for i := range f.log {
-		if r := &f.log[i]; r.busy >= 0 && r.state == refusedIt {
+	var e evidence
+	var first, last time.Time
+	// Only the newer half's refusals: an older one would outlive the
+	// admitted requests that contradicted it, as they leave the log.
+	for s := max(f.next-flightLen/2, 0); s < f.next; s++ {
+		if r := f.at(s); r != nil && r.busy >= 0 && r.state == refusedIt {
 			busy[e.refused], e.refused = r.busy, e.refused+1
-			if first.IsZero() || r.sent.Before(first) {
+			if first.IsZero() {
 				first = r.sent
+			}
+			if !r.sent.Equal(last) {
+				e.bursts, last = e.bursts+1, r.sent
 			}
 		}
 	}

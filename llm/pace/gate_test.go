@@ -1,0 +1,128 @@
+package pace
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestLaneFindsCap runs a lane against a server that admits three
+// requests at a time and refuses the fourth at once with a Retry-After of
+// a second, and against one that admits twenty requests a second (a fixed
+// window) and refuses the rest until the next.
+func TestLaneFindsCap(t *testing.T) {
+	tests := []struct {
+		name    string
+		serve   func(now time.Time) (ok bool, done func())
+		wantCap int
+		most    time.Duration // the run takes at most this
+	}{
+		{"a cap of 3", capServer(3), 3, 13 * time.Second},      // 300 at 100 ms, three at a time: 10 s
+		{"20 a second", windowServer(20), 0, 20 * time.Second}, // 15 s
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := New(Config{Concurrency: 16, Adapt: true})
+				start := time.Now()
+				refused := runLane(t, l, 300, 16, tt.serve)
+				took := time.Since(start)
+				ln := l.lane("m")
+				ln.mu.Lock()
+				capFound := ln.gate.policy.cap
+				ln.mu.Unlock()
+				if capFound != tt.wantCap {
+					t.Errorf("cap %d, want %d", capFound, tt.wantCap)
+				}
+				if took > tt.most || refused > 15 {
+					t.Errorf("took %v with %d refusals, want at most %v and 15", took, refused, tt.most)
+				}
+				if rpm, _ := l.Effective("m"); tt.wantCap > 0 && rpm != 0 {
+					t.Errorf("the request pace is %v/min under a cap, want none", rpm)
+				}
+			})
+		})
+	}
+}
+
+// capServer admits n requests at a time, each taking 100 ms.
+func capServer(n int) func(time.Time) (bool, func()) {
+	var mu sync.Mutex
+	inHand := 0
+	return func(time.Time) (bool, func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if inHand >= n {
+			return false, nil
+		}
+		inHand++
+		return true, func() {
+			time.Sleep(100 * time.Millisecond)
+			mu.Lock()
+			inHand--
+			mu.Unlock()
+		}
+	}
+}
+
+// windowServer admits n requests in each whole second, each taking 50 ms.
+func windowServer(n int) func(time.Time) (bool, func()) {
+	var mu sync.Mutex
+	var second int64
+	used := 0
+	return func(now time.Time) (bool, func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s := now.Unix(); s != second {
+			second, used = s, 0
+		}
+		if used >= n {
+			return false, nil
+		}
+		used++
+		return true, func() { time.Sleep(50 * time.Millisecond) }
+	}
+}
+
+// runLane sends n requests through l with workers, as the client does:
+// a refused one waits what Done says (its Retry-After of a second at
+// least) and goes again. It returns the refusals.
+func runLane(t *testing.T, l *Limiter, n, workers int, serve func(time.Time) (bool, func())) int {
+	var mu sync.Mutex
+	left, refused := n, 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if left == 0 {
+					mu.Unlock()
+					return
+				}
+				left--
+				mu.Unlock()
+				for {
+					p, err := l.Acquire(context.Background(), "m", 0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ok, done := serve(time.Now())
+					if ok {
+						done()
+						p.Done(Outcome{Result: Admitted})
+						break
+					}
+					mu.Lock()
+					refused++
+					mu.Unlock()
+					time.Sleep(max(p.Done(Outcome{Result: Refused, Hint: time.Second}), time.Second))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return refused
+}
