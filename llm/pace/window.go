@@ -163,18 +163,31 @@ func (w *window) avail(now time.Time, count float64) float64 {
 	}
 	gone := w.log.countAt(now.Add(-w.span())) // the lane's units that have left by now
 	if now.Before(w.reset) {
-		return w.base - w.excess - count + max(w.lo, gone)
+		return min(w.base-w.excess-count+max(w.lo, gone), w.left-since+w.pace()*now.Sub(w.at).Seconds())
 	}
 	return w.base - count + max(w.seq, gone)
 }
+
+// pace is the most room a window gives back a second before its reset, a
+// whole window's worth over its length: a sliding counter gives the units
+// of the window before back over the length after it (it counts each
+// until its own window ends, so some of them longer than the length), and
+// no window gives back faster.
+func (w *window) pace() float64 { return w.base / w.span().Seconds() }
 
 // until is when need units will be left, if nothing more is sent: when
 // enough of the units counted have been in the window for its length, at
 // the reset, or when enough of those sent since have.
 func (w *window) until(now time.Time, count, need float64) time.Time {
 	if c := need - w.base + w.excess + count; c <= w.seq {
+		paced := w.at.Add(time.Duration((need - w.left + count - w.seq) / w.pace() * float64(time.Second)))
 		if t, ok := w.log.reaching(c); ok && t.Add(w.span()).Before(w.reset) {
-			return t.Add(w.span())
+			if t = t.Add(w.span()); paced.After(t) {
+				t = paced
+			}
+			if t.Before(w.reset) {
+				return t
+			}
 		}
 	}
 	c := need - w.base + count

@@ -202,3 +202,25 @@ func TestWindowJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowGivesBackAtItsPace: before its reset a window gives back no
+// more than a window's worth over its length from the reading, whatever
+// the lane's sends that have left: a sliding counter still weighs the
+// window before.
+func TestWindowGivesBackAtItsPace(t *testing.T) {
+	ms := time.Millisecond
+	var w window
+	for _, e := range sends(0, 10*ms, 0, 20) { // 20 sent over the first 0.19 s
+		w.sent(at(e.sent), e.seq)
+	}
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 2 * time.Second, Window: time.Second}, at(990*ms), at(time.Second), 20)
+	// By 1.05 s the units sent by 10 ms have been in the window for its
+	// length (and the guard), but 20 a second from 0.99 s gives back one.
+	if ok, _ := w.room(at(1050*ms), 20, 1, 0); !ok {
+		t.Errorf("no room for one at 1.05 s")
+	}
+	ok, wait := w.room(at(1050*ms), 20, 2, 0)
+	if ok || (wait-45*ms).Abs() > 10*ms {
+		t.Errorf("room(2) at 1.05 s = %v, %v; want a wait of ~45 ms", ok, wait)
+	}
+}
