@@ -53,3 +53,11 @@ func (l *sendLog) reaching(c float64) (t time.Time, ok bool) {
 	}
 	return l.at[i], true
 }
+
+// last is when the newest send kept went; zero when none is kept.
+func (l *sendLog) last() time.Time {
+	if len(l.at) == 0 {
+		return time.Time{}
+	}
+	return l.at[len(l.at)-1]
+}

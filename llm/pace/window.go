@@ -62,16 +62,20 @@ func (w *window) sent(now time.Time, count float64) {
 	w.log.add(now, count, 2*max(w.span(), time.Minute))
 }
 
-// read takes in r, the reading of the answer to a request sent at sentAt
-// when the lane's count was seq. An older reading than the one held says
-// nothing new; one whose reset has passed is old news.
-func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
+// read takes in r, the reading of the answer to a request of n units sent
+// at sentAt when the lane's count was seq. An older reading than the one
+// held says nothing new; one whose reset has passed still tells the size
+// and what the lane sent since (an answer slower than the window), unless
+// the size is not known: then it is old news. Requests
+// sent within the guard before it may have reached the server after it:
+// the reading may not count them, and they count as sent since.
+func (w *window) read(r Reading, sentAt, now time.Time, seq, n float64) {
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		return
 	}
 	reset := sentAt.Add(r.Reset + w.guard())
-	if !reset.After(now) {
-		return
+	if !reset.After(now) && max(r.Limit, w.limit) <= 0 {
+		return // all back, of a size not known: old news
 	}
 	if r.Limit > 0 {
 		w.limit = r.Limit
@@ -81,6 +85,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.period = max(w.period, r.Reset, r.Window)
+	seq -= max(0, min(seq, w.log.countAt(sentAt))-n-w.log.countAt(sentAt.Add(-w.guard())))
 	inWindow := w.log.countAt(sentAt.Add(-w.span()))
 	used := seq - inWindow // not told: what the lane sent in the window
 	if w.limit > 0 {
@@ -139,9 +144,6 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 		return true, 0 // bigger than a whole window, into an untouched one: servers admit it
 	case w.refill > 0:
 		d := time.Duration((min(n+kept, float64(w.limit))-avail)/w.refill*float64(time.Second)) + time.Millisecond
-		if w.reset.After(now) {
-			d = min(d, w.reset.Sub(now))
-		}
 		return false, max(d, time.Millisecond)
 	}
 	need := n + kept
@@ -158,8 +160,7 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 func (w *window) avail(now time.Time, count float64) float64 {
 	since := count - w.seq
 	if w.refill > 0 {
-		a := w.left - since + w.refill*now.Sub(w.at).Seconds()
-		return min(a, w.base-since)
+		return w.level(now, count)
 	}
 	gone := w.log.countAt(now.Add(-w.span())) // the lane's units that have left by now
 	if now.Before(w.reset) {
@@ -174,6 +175,24 @@ func (w *window) avail(now time.Time, count float64) float64 {
 // until its own window ends, so some of them longer than the length), and
 // no window gives back faster.
 func (w *window) pace() float64 { return w.base / w.span().Seconds() }
+
+// level is what a bucket holds at now, at the least: what the reading
+// left, refilled at its rate, less what was sent since; and, as it holds
+// its size at most after any send, its size refilled since that send less
+// what was sent from then on.
+func (w *window) level(now time.Time, count float64) float64 {
+	lvl := min(w.left+w.refill*now.Sub(w.at).Seconds()-(count-w.seq), w.base)
+	after := count // the count before the send looked at
+	for i := len(w.log.at) - 1; i >= 0 && w.log.cum[i] > w.seq && !w.log.at[i].Before(w.at); i-- {
+		if i > 0 {
+			after = w.log.cum[i-1]
+		} else {
+			after = w.log.floor
+		}
+		lvl = min(lvl, w.base+w.refill*now.Sub(w.log.at[i]).Seconds()-(count-max(after, w.seq)))
+	}
+	return lvl
+}
 
 // until is when need units will be left, if nothing more is sent: when
 // enough of the units counted have been in the window for its length, at

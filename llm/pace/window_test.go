@@ -62,6 +62,10 @@ func TestWindowRoom(t *testing.T) {
 		{"a reading whose reset has passed is old news",
 			[]ev{read(Reading{Told: true, Left: 0, Reset: 100 * ms}, 0, 200*ms, 1)},
 			200 * ms, 1, 400, 0, true, 0},
+		{"an answer slower than the window still tells its size: what was sent since counts for the length",
+			join(sends(0, 0, 0, 20), sends(time.Second, 0, 20, 20),
+				[]ev{read(Reading{Told: true, Limit: 20, Left: 0, Reset: time.Second}, 0, 1500*ms, 20)}),
+			1500 * ms, 40, 1, 0, false, 520 * ms},
 		{"a size not known: nothing is known after the reset",
 			[]ev{read(Reading{Told: true, Left: 0, Reset: time.Second}, 0, 10*ms, 1)},
 			1100 * ms, 1, 400, 0, true, 0},
@@ -95,6 +99,16 @@ func TestWindowRoom(t *testing.T) {
 			[]ev{read(Reading{Told: true, Limit: 1000, Left: 800, Reset: 2 * time.Second}, 0, 10*ms, 200),
 				read(Reading{Told: true, Limit: 1000, Left: 0, Reset: 10 * time.Second}, time.Second, 1010*ms, 1200)},
 			1100 * ms, 1200, 100, 0, false, 900 * ms},
+		{"a bucket refills what was sent since the reading too, with no answer to tell it",
+			join([]ev{read(Reading{Told: true, Limit: 1000, Left: 800, Reset: 2 * time.Second}, 0, 10*ms, 200),
+				read(Reading{Told: true, Limit: 1000, Left: 0, Reset: 10 * time.Second}, time.Second, 1010*ms, 1200)},
+				sends(1100*ms, 0, 1200, 1000)),
+			1200 * ms, 2200, 100, 0, false, 10800 * ms},
+		{"a bucket refills what was sent since the reading: room once it has",
+			join([]ev{read(Reading{Told: true, Limit: 1000, Left: 800, Reset: 2 * time.Second}, 0, 10*ms, 200),
+				read(Reading{Told: true, Limit: 1000, Left: 0, Reset: 10 * time.Second}, time.Second, 1010*ms, 1200)},
+				sends(1100*ms, 0, 1200, 1000)),
+			12 * time.Second, 2200, 50, 0, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +117,7 @@ func TestWindowRoom(t *testing.T) {
 				if e.r == nil {
 					w.sent(at(e.sent), e.seq)
 				} else {
-					w.read(*e.r, at(e.sent), at(e.seen), e.seq)
+					w.read(*e.r, at(e.sent), at(e.seen), e.seq, 1)
 				}
 			}
 			ok, wait := w.room(at(tt.now), tt.count, tt.n, tt.kept)
@@ -195,7 +209,7 @@ func TestWindowJudge(t *testing.T) {
 		var w window
 		for i, rd := range tt.reads {
 			sent := time.Duration(i) * 100 * ms
-			w.read(rd, at(sent), at(sent+10*ms), float64(20-rd.Left))
+			w.read(rd, at(sent), at(sent+10*ms), float64(20-rd.Left), 1)
 		}
 		if got := w.refill > 0; got != tt.bucket {
 			t.Errorf("%s: a bucket = %v (refill %v), want %v", tt.name, got, w.refill, tt.bucket)
@@ -213,7 +227,7 @@ func TestWindowGivesBackAtItsPace(t *testing.T) {
 	for _, e := range sends(0, 10*ms, 0, 20) { // 20 sent over the first 0.19 s
 		w.sent(at(e.sent), e.seq)
 	}
-	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 2 * time.Second, Window: time.Second}, at(990*ms), at(time.Second), 20)
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 2 * time.Second, Window: time.Second}, at(990*ms), at(time.Second), 20, 1)
 	// By 1.05 s the units sent by 10 ms have been in the window for its
 	// length (and the guard), but 20 a second from 0.99 s gives back one.
 	if ok, _ := w.room(at(1050*ms), 20, 1, 0); !ok {
