@@ -69,8 +69,8 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 		return 0
 	}
 	if !o.Keyed && !ln.contradicted(o, now) {
-		ln.req.win.read(o.Requests, p.sent, now, p.seqReq, 1)
-		ln.tok.win.read(o.TokenWindow, p.sent, now, p.seqTok, p.tokens)
+		ln.req.win.read(o.Requests, p.sent, now, p.seqReq)
+		ln.tok.win.read(o.TokenWindow, p.sent, now, p.seqTok)
 		ln.req.est.stretch(ln.req.win.period)
 		ln.tok.est.stretch(ln.tok.win.period)
 	}

@@ -62,14 +62,12 @@ func (w *window) sent(now time.Time, count float64) {
 	w.log.add(now, count, 2*max(w.span(), time.Minute))
 }
 
-// read takes in r, the reading of the answer to a request of n units sent
-// at sentAt when the lane's count was seq. An older reading than the one
-// held says nothing new; one whose reset has passed still tells the size
-// and what the lane sent since (an answer slower than the window), unless
-// the size is not known: then it is old news. Requests
-// sent within the guard before it may have reached the server after it:
-// the reading may not count them, and they count as sent since.
-func (w *window) read(r Reading, sentAt, now time.Time, seq, n float64) {
+// read takes in r, the reading of the answer to a request sent at sentAt
+// when the lane's count was seq. An older reading than the one held says
+// nothing new; one whose reset has passed still tells the size and what
+// the lane sent since (an answer slower than the window), unless the size
+// is not known: then it is old news.
+func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		return
 	}
@@ -85,7 +83,6 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq, n float64) {
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.period = max(w.period, r.Reset, r.Window)
-	seq -= max(0, min(seq, w.log.countAt(sentAt))-n-w.log.countAt(sentAt.Add(-w.guard())))
 	inWindow := w.log.countAt(sentAt.Add(-w.span()))
 	used := seq - inWindow // not told: what the lane sent in the window
 	if w.limit > 0 {

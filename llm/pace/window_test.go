@@ -117,7 +117,7 @@ func TestWindowRoom(t *testing.T) {
 				if e.r == nil {
 					w.sent(at(e.sent), e.seq)
 				} else {
-					w.read(*e.r, at(e.sent), at(e.seen), e.seq, 1)
+					w.read(*e.r, at(e.sent), at(e.seen), e.seq)
 				}
 			}
 			ok, wait := w.room(at(tt.now), tt.count, tt.n, tt.kept)
@@ -209,7 +209,7 @@ func TestWindowJudge(t *testing.T) {
 		var w window
 		for i, rd := range tt.reads {
 			sent := time.Duration(i) * 100 * ms
-			w.read(rd, at(sent), at(sent+10*ms), float64(20-rd.Left), 1)
+			w.read(rd, at(sent), at(sent+10*ms), float64(20-rd.Left))
 		}
 		if got := w.refill > 0; got != tt.bucket {
 			t.Errorf("%s: a bucket = %v (refill %v), want %v", tt.name, got, w.refill, tt.bucket)
@@ -227,7 +227,7 @@ func TestWindowGivesBackAtItsPace(t *testing.T) {
 	for _, e := range sends(0, 10*ms, 0, 20) { // 20 sent over the first 0.19 s
 		w.sent(at(e.sent), e.seq)
 	}
-	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 2 * time.Second, Window: time.Second}, at(990*ms), at(time.Second), 20, 1)
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 2 * time.Second, Window: time.Second}, at(990*ms), at(time.Second), 20)
 	// By 1.05 s the units sent by 10 ms have been in the window for its
 	// length (and the guard), but 20 a second from 0.99 s gives back one.
 	if ok, _ := w.room(at(1050*ms), 20, 1, 0); !ok {
