@@ -30,8 +30,11 @@ type Reading struct {
 // counted that the lane sent in the window's length before the reading
 // (the newest sends: older ones had left), until each of those has been in
 // it for the length, what it counted besides (other clients', refusals it
-// counts) until the reset, and what the lane sent since. Time and the
-// lane's running count of units sent are passed in; the lane owns it.
+// counts) until the reset, and what the lane sent since; and it takes the
+// room to come back no faster than a window's worth over the length from
+// the reading (see pace). A bucket is followed as it refills (see level).
+// Time and the lane's running count of units sent are passed in; the lane
+// owns it.
 type window struct {
 	limit  int           // the server's limit; 0: not known
 	left   float64       // what the newest reading said was left
