@@ -50,6 +50,9 @@ type window struct {
 	fine   bool          // a reset was given finer than in whole seconds
 	length time.Duration // the window's length, when told; 0 otherwise
 	log    sendLog       // what the lane sent, when
+	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
+	stood  bool          // the reset held has been told alike by requests sent apart
+	from   time.Time     // when the first request that told the reset held went
 }
 
 // guard is allowed for the way to the server: a reset counted from when a
@@ -85,6 +88,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.fine = w.fine || r.Reset%time.Second != 0
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
+	w.stand(reset, sentAt)
 	w.period = max(w.period, r.Reset, r.Window)
 	inWindow := w.log.countAt(sentAt.Add(-w.span()))
 	used := seq - inWindow // not told: what the lane sent in the window
@@ -95,6 +99,29 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.excess = used - (seq - w.lo)
 	w.base = float64(r.Left) + used
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
+}
+
+// stand tells a fixed window by its reset: it stands still while the
+// window counts (told alike, within its resolution, by requests sent
+// apart) and, once reached, moves on by a period. A sliding counter's
+// stands still too but moves on before it is reached; a sliding log's and
+// a bucket's move with every request.
+func (w *window) stand(reset, sentAt time.Time) {
+	tol := 20 * time.Millisecond
+	if !w.fine {
+		tol = time.Second
+	}
+	switch d := reset.Sub(w.reset); {
+	case w.reset.IsZero():
+		w.from = sentAt
+	case d.Abs() <= tol:
+		w.stood = w.stood || sentAt.Sub(w.from) >= tol
+	default:
+		if w.stood && d > 0 {
+			w.wall = !sentAt.Before(w.reset.Add(-w.guard()))
+		}
+		w.stood, w.from = false, sentAt
+	}
 }
 
 // judge tells a bucket by how the reset moved since the reading held: a
@@ -162,7 +189,7 @@ func (w *window) avail(now time.Time, count float64) float64 {
 	if w.refill > 0 {
 		return w.level(now, count)
 	}
-	gone := w.log.countAt(now.Add(-w.span())) // the lane's units that have left by now
+	gone := w.gone(now)
 	if now.Before(w.reset) {
 		return min(w.base-w.excess-count+max(w.lo, gone), w.left-since+w.pace()*now.Sub(w.at).Seconds())
 	}
@@ -194,14 +221,40 @@ func (w *window) level(now time.Time, count float64) float64 {
 	return lvl
 }
 
+// gone is the lane's count of units that have left the window by t: sent
+// a length before, or, in a fixed window, before the end of a window.
+func (w *window) gone(t time.Time) float64 {
+	g := w.log.countAt(t.Add(-w.span()))
+	if w.wall && w.period > 0 && !t.Before(w.reset) {
+		end := w.reset.Add(t.Sub(w.reset) / w.period * w.period)
+		g = max(g, w.log.countAt(end.Add(-2*w.guard())))
+	}
+	return g
+}
+
+// leaves is when a unit sent at x has left the window (see gone).
+func (w *window) leaves(x time.Time) time.Time {
+	t := x.Add(w.span())
+	if w.wall && w.period > 0 {
+		end := w.reset
+		if late := x.Sub(end) + 2*w.guard(); late >= 0 {
+			end = end.Add((late/w.period + 1) * w.period)
+		}
+		if end.Before(t) {
+			t = end
+		}
+	}
+	return t
+}
+
 // until is when need units will be left, if nothing more is sent: when
 // enough of the units counted have been in the window for its length, at
 // the reset, or when enough of those sent since have.
 func (w *window) until(now time.Time, count, need float64) time.Time {
 	if c := need - w.base + w.excess + count; c <= w.seq {
 		paced := w.at.Add(time.Duration((need - w.left + count - w.seq) / w.pace() * float64(time.Second)))
-		if t, ok := w.log.reaching(c); ok && t.Add(w.span()).Before(w.reset) {
-			if t = t.Add(w.span()); paced.After(t) {
+		if t, ok := w.log.reaching(c); ok && w.leaves(t).Before(w.reset) {
+			if t = w.leaves(t); paced.After(t) {
 				t = paced
 			}
 			if t.Before(w.reset) {
@@ -213,8 +266,11 @@ func (w *window) until(now time.Time, count, need float64) time.Time {
 	if c <= w.seq || w.limit <= 0 { // a size not known: nothing is known after the reset
 		return w.reset
 	}
-	if t, ok := w.log.reaching(c); ok && t.Add(w.span()).After(w.reset) {
-		return t.Add(w.span())
+	if t, ok := w.log.reaching(c); ok {
+		if t = w.leaves(t); t.Before(w.reset) {
+			return w.reset
+		}
+		return t
 	}
 	if later := now.Add(w.span()); later.After(w.reset) {
 		return later

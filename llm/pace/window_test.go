@@ -238,3 +238,47 @@ func TestWindowGivesBackAtItsPace(t *testing.T) {
 		t.Errorf("room(2) at 1.05 s = %v, %v; want a wait of ~45 ms", ok, wait)
 	}
 }
+
+// TestWindowWall: a fixed window is told by a reset that stands still
+// until it is reached and then moves on; what the lane sent in it has
+// left at its end, not a length after each send.
+func TestWindowWall(t *testing.T) {
+	ms := time.Millisecond
+	r := func(left int, reset time.Duration) Reading {
+		return Reading{Told: true, Limit: 20, Left: left, Reset: reset}
+	}
+	tests := []struct {
+		name  string
+		reads []ev
+		wall  bool
+	}{
+		{"a reset that stands still, reached, then a period on: a wall",
+			[]ev{read(r(19, time.Second), 0, 10*ms, 1), read(r(10, 600*ms), 400*ms, 410*ms, 10), read(r(19, 950*ms), 1050*ms, 1060*ms, 21)}, true},
+		{"a reset that stands still and moves on before it is reached: a sliding counter",
+			[]ev{read(r(19, 2*time.Second), 0, 10*ms, 1), read(r(10, 1600*ms), 400*ms, 410*ms, 10), read(r(5, 1950*ms), 1050*ms, 1060*ms, 21)}, false},
+		{"a reset that moves with each request: a sliding log",
+			[]ev{read(r(19, time.Second), 0, 10*ms, 1), read(r(10, time.Second), 400*ms, 410*ms, 10), read(r(5, time.Second), 1050*ms, 1060*ms, 21)}, false},
+	}
+	for _, tt := range tests {
+		var w window
+		for _, e := range tt.reads {
+			w.read(*e.r, at(e.sent), at(e.seen), e.seq)
+		}
+		if w.wall != tt.wall {
+			t.Errorf("%s: a wall = %v, want %v", tt.name, w.wall, tt.wall)
+		}
+	}
+	// In the wall above, 20 sent by 0.9 s have left at its end (1 s), and
+	// those sent at 1.05 and 1.1 s leave at the next end (2 s), not a
+	// length after they went.
+	var w window
+	for _, e := range join(sends(0, 45*ms, 0, 20), sends(1050*ms, 0, 20, 1), sends(1100*ms, 0, 21, 4)) {
+		w.sent(at(e.sent), e.seq)
+	}
+	for _, e := range tests[0].reads {
+		w.read(*e.r, at(e.sent), at(e.seen), e.seq)
+	}
+	if ok, wait := w.room(at(1200*ms), 25, 19, 0); ok || (wait-820*ms).Abs() > 30*ms {
+		t.Errorf("room for 19 at 1.2 s = %v, %v; want a wait for the window's end at ~2.02 s", ok, wait)
+	}
+}
