@@ -105,7 +105,9 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 // window counts (told alike, within its resolution, by requests sent
 // apart) and, once reached, moves on by a period. A sliding counter's
 // stands still too but moves on before it is reached; a sliding log's and
-// a bucket's move with every request.
+// a bucket's move with every request. A window whose resets are told too
+// coarsely for its period (whole seconds of a 1 s window) is not taken
+// for a wall: its ends are not known well enough.
 func (w *window) stand(reset, sentAt time.Time) {
 	tol := 20 * time.Millisecond
 	if !w.fine {
@@ -118,7 +120,8 @@ func (w *window) stand(reset, sentAt time.Time) {
 		w.stood = w.stood || sentAt.Sub(w.from) >= tol
 	default:
 		if w.stood && d > 0 {
-			w.wall = !sentAt.Before(w.reset.Add(-w.guard()))
+			// Its end must be known well within a period to be of use.
+			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period
 		}
 		w.stood, w.from = false, sentAt
 	}
