@@ -205,6 +205,7 @@ func (ln *lane) tick(now time.Time) {
 // the estimator's count (see [Sharer]).
 func (q *quantity) sent(now time.Time, n, share float64) {
 	q.count += n
+	q.win.sent(now, q.count)
 	q.est.sent(n * share)
 	q.own.add(now, n)
 }

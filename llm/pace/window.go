@@ -2,6 +2,7 @@ package pace
 
 import (
 	"cmp"
+	"math"
 	"time"
 )
 
@@ -11,49 +12,74 @@ type Reading struct {
 	Told   bool          // the response gave Left and Reset
 	Limit  int           // the window's size; 0: not said
 	Left   int           // what is left of it, the request that got this answer counted
-	Reset  time.Duration // until it resets (a bucket: until it is full again), from when the request was sent
+	Reset  time.Duration // until all of it is back (a bucket: until it is full again), from when the request was sent
 	Window time.Duration // the window's length, when told; 0 otherwise
-	// Whether the reset ends a wall or fills a bucket, the tracker tells
-	// by how resets move: header styles that speak of buckets (OpenAI's)
-	// are sent by fixed windows too.
+	// Whether room comes back at a wall, as sends leave a sliding window,
+	// or as a bucket refills, the tracker tells by how resets move: header
+	// styles that speak of buckets (OpenAI's) are sent by windows too.
 }
 
-// A window is the tracker of one of the server's windows: what the newest
-// reading said is left, less what the lane has sent since that reading's
-// request went (the server had not counted those yet). It is a wall that
-// opens at its reset unless it has shown that it refills as it goes (a
-// bucket: a reading with more left than the last one less what was sent
-// between them), when it gains back (Limit-Left)/Reset a second. Time and
-// the lane's running count of units sent are passed in; the lane owns it.
+// A window is the tracker of one of the server's windows. The newest
+// reading tells what the server counted when its request went (used, of
+// base = left + used) and when all of that is back (its reset). Every
+// kind of window lets a unit the lane sent go by its reset, or once it
+// has been in the window for the window's length, whichever is first: a
+// sliding log exactly so, a fixed window and a bucket sooner. So, unless a
+// window has shown that it refills as it goes (a bucket, whose reset keeps
+// in step with what is used), the tracker counts as used what the server
+// counted that the lane sent in the window's length before the reading
+// (the newest sends: older ones had left), until each of those has been in
+// it for the length, what it counted besides (other clients', refusals it
+// counts) until the reset, and what the lane sent since; and it takes the
+// room to come back no faster than a window's worth over the length from
+// the reading (see pace). A bucket is followed as it refills (see level).
+// Time and the lane's running count of units sent are passed in; the lane
+// owns it.
 type window struct {
 	limit  int           // the server's limit; 0: not known
 	left   float64       // what the newest reading said was left
 	seq    float64       // the lane's count of units sent when that reading's request went, it included
 	at     time.Time     // when that request went
-	reset  time.Time     // when the window resets; zero: nothing known
+	reset  time.Time     // when all the reading counted is back; zero: nothing known
+	base   float64       // left + used at the reading: the limit, when known
+	lo     float64       // the lane's count below which the reading counted none of its units
+	excess float64       // units the reading counted besides the lane's own
 	period time.Duration // the longest reset seen: a window lasts at least this
-	refill float64       // units a second a bucket gains back; 0: a wall
+	refill float64       // units a second a bucket gains back; 0: not a bucket
 	most   int           // the most a reading said was left
 	fine   bool          // a reset was given finer than in whole seconds
 	length time.Duration // the window's length, when told; 0 otherwise
-	fresh  bool          // renew began the window held: no reading of it yet
-	rolls  bool          // a reading falsified a wall: room comes back as it goes (a sliding window)
+	log    sendLog       // what the lane sent, when
+	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
+	stood  bool          // the reset held has been told alike by requests sent apart
+	from   time.Time     // when the first request that told the reset held went
 }
 
 // guard is allowed for the way to the server: a reset counted from when a
 // request was sent is a little early against the server's clock.
 func (w *window) guard() time.Duration { return min(50*time.Millisecond, w.period/50) }
 
+// span is how long a unit stays in the window at most: its told length,
+// else the longest reset seen; the guard added.
+func (w *window) span() time.Duration { return cmp.Or(w.length, w.period) + w.guard() }
+
+// sent records that the lane's count reached count at now.
+func (w *window) sent(now time.Time, count float64) {
+	w.log.add(now, count, 2*max(w.span(), time.Minute))
+}
+
 // read takes in r, the reading of the answer to a request sent at sentAt
 // when the lane's count was seq. An older reading than the one held says
-// nothing new; one whose reset has passed is old news.
+// nothing new; one whose reset has passed still tells the size and what
+// the lane sent since (an answer slower than the window), unless the size
+// is not known: then it is old news.
 func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		return
 	}
 	reset := sentAt.Add(r.Reset + w.guard())
-	if !reset.After(now) {
-		return
+	if !reset.After(now) && max(r.Limit, w.limit) <= 0 {
+		return // all back, of a size not known: old news
 	}
 	if r.Limit > 0 {
 		w.limit = r.Limit
@@ -62,56 +88,68 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.fine = w.fine || r.Reset%time.Second != 0
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
+	w.stand(reset, sentAt)
 	w.period = max(w.period, r.Reset, r.Window)
-	w.falsify(r, sentAt, seq)
-	if w.refill == 0 && !w.fine && !w.reset.IsZero() && sentAt.Before(w.reset) &&
-		reset.After(w.reset) && reset.Sub(w.reset) <= w.period+w.guard() {
-		// The same wall, its reset given in whole seconds (Kong, IETF,
-		// GitHub): each reading bounds it from above, the earliest the
-		// nearest; a new wall's reset is a whole period on.
-		reset = w.reset
+	inWindow := w.log.countAt(sentAt.Add(-w.span()))
+	used := seq - inWindow // not told: what the lane sent in the window
+	if w.limit > 0 {
+		used = float64(max(w.limit-r.Left, 0))
 	}
+	w.lo = max(seq-used, inWindow)
+	w.excess = used - (seq - w.lo)
+	w.base = float64(r.Left) + used
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
 }
 
-// falsify tells a sliding window (a log or counter, whose reset is when
-// all the room is back) from a wall: just after a wall's reset, a reading
-// shows about the whole limit left, less what was sent since; one that
-// shows far less says room comes back as it went, about limit/length a
-// second, and not at once at a reset. A request sent within the guard of
-// the reset may have been counted in the old window: it proves nothing.
-func (w *window) falsify(r Reading, sentAt time.Time, seq float64) {
-	if w.fresh && w.limit > 0 && !sentAt.Before(w.at.Add(w.guard())) &&
-		float64(r.Left) < w.left-(seq-w.seq)-max(2, float64(w.limit)/10) {
-		w.rolls = true
+// stand tells a fixed window by its reset: it stands still while the
+// window counts (told alike, within its resolution, by requests sent
+// apart) and, once reached, moves on by a period. A sliding counter's
+// stands still too but moves on before it is reached; a sliding log's and
+// a bucket's move with every request. A window whose resets are told too
+// coarsely for its period (whole seconds of a 1 s window) is not taken
+// for a wall: its ends are not known well enough.
+func (w *window) stand(reset, sentAt time.Time) {
+	tol := 20 * time.Millisecond
+	if !w.fine {
+		tol = time.Second
 	}
-	w.fresh = false
-	if w.rolls {
-		w.refill = max(w.refill, float64(w.limit)/cmp.Or(w.length, w.period).Seconds())
+	switch d := reset.Sub(w.reset); {
+	case w.reset.IsZero():
+		w.from = sentAt
+	case d.Abs() <= tol:
+		w.stood = w.stood || sentAt.Sub(w.from) >= tol
+	default:
+		if w.stood && d > 0 {
+			// Its end must be known well within a period to be of use.
+			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period
+		}
+		w.stood, w.from = false, sentAt
 	}
 }
 
-// judge tells a bucket from a wall by how the reset moved since the
-// reading held: a wall's reset comes nearer as time passes, a bucket's is
-// the time to refill what is used, so it keeps in step with Limit-Left.
-// Whichever the new reading is nearer to, by more than timing noise (or
-// than a whole second, for a reset given in seconds), wins.
+// judge tells a bucket by how the reset moved since the reading held: a
+// bucket's reset is the time to refill what is used, so it keeps in step
+// with Limit-Left; a window's (a wall's end, or when the newest unit
+// leaves) does not. Only readings whose use differs by a fifth can tell,
+// and only by more than timing noise (a whole second, for resets given in
+// seconds).
 func (w *window) judge(r Reading, sentAt time.Time) {
 	used, usedThen := float64(w.limit-r.Left), float64(w.limit)-w.left
-	if w.reset.IsZero() || w.limit <= 0 || used <= 0 || usedThen <= 0 {
+	if w.reset.IsZero() || w.limit <= 0 || used <= 0 || usedThen <= 0 ||
+		math.Abs(used-usedThen) < max(2, usedThen/5) {
 		return
 	}
 	then := w.reset.Sub(w.at) - w.guard()
 	asBucket := time.Duration(float64(then) * used / usedThen)
-	asWall := then - sentAt.Sub(w.at)
+	asWall, asLog := then-sentAt.Sub(w.at), then // a wall's end comes nearer; a log's newest unit is this one
 	noise := 20 * time.Millisecond
-	if !w.fine && w.length > 0 {
-		noise = time.Second // resets in whole seconds of a told window tell nothing finer
+	if !w.fine {
+		noise = time.Second
 	}
-	if d := asBucket - asWall; d < noise && d > -noise {
+	if min((asBucket-asWall).Abs(), (asBucket-asLog).Abs()) <= noise {
 		return // too near to tell
 	}
-	if (r.Reset - asBucket).Abs() < (r.Reset - asWall).Abs() {
+	if (r.Reset - asBucket).Abs() < min((r.Reset-asWall).Abs(), (r.Reset-asLog).Abs()) {
 		w.refill = used / r.Reset.Seconds()
 	} else {
 		w.refill = 0
@@ -122,7 +160,9 @@ func (w *window) judge(r Reading, sentAt time.Time) {
 // requests that waited their turn); when not, wait is how long until they
 // might. count is the lane's count of units sent so far.
 func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time.Duration) {
-	w.renew(now, count)
+	if !w.reset.IsZero() && w.limit <= 0 && !now.Before(w.reset) {
+		w.reset = time.Time{} // all back, of a size not known
+	}
 	if w.reset.IsZero() {
 		return true, 0 // nothing known
 	}
@@ -133,38 +173,112 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 	case kept == 0 && w.limit > 0 && n > float64(w.limit) && avail >= float64(w.limit):
 		return true, 0 // bigger than a whole window, into an untouched one: servers admit it
 	case w.refill > 0:
-		need := min(n+kept, float64(w.limit)) - avail
-		return false, min(time.Duration(need/w.refill*float64(time.Second))+time.Millisecond, w.reset.Sub(now))
+		d := time.Duration((min(n+kept, float64(w.limit))-avail)/w.refill*float64(time.Second)) + time.Millisecond
+		return false, max(d, time.Millisecond)
 	}
-	return false, w.reset.Sub(now)
+	need := n + kept
+	if w.limit > 0 {
+		need = min(need, float64(w.limit))
+	}
+	if need <= avail {
+		return false, w.span() // it waits for the one whose room is kept to go
+	}
+	return false, max(w.until(now, count, need).Sub(now), time.Millisecond)
 }
 
 // avail is what is left now.
 func (w *window) avail(now time.Time, count float64) float64 {
-	a := w.left - (count - w.seq)
+	since := count - w.seq
 	if w.refill > 0 {
-		a += w.refill * now.Sub(w.at).Seconds()
-		if w.limit > 0 {
-			a = min(a, float64(w.limit)-(count-w.seq))
-		}
+		return w.level(now, count)
 	}
-	return a
+	gone := w.gone(now)
+	if now.Before(w.reset) {
+		return min(w.base-w.excess-count+max(w.lo, gone), w.left-since+w.pace()*now.Sub(w.at).Seconds())
+	}
+	return w.base - count + max(w.seq, gone)
 }
 
-// renew starts the window that follows a reset: full, when the limit is
-// known, with the next reset a period on; nothing known otherwise. Without
-// it, every request held for the reset would go at once.
-func (w *window) renew(now time.Time, count float64) {
-	if w.reset.IsZero() || now.Before(w.reset) {
-		return
+// pace is the most room a window gives back a second before its reset, a
+// whole window's worth over its length: a sliding counter gives the units
+// of the window before back over the length after it (it counts each
+// until its own window ends, so some of them longer than the length), and
+// no window gives back faster.
+func (w *window) pace() float64 { return w.base / w.span().Seconds() }
+
+// level is what a bucket holds at now, at the least: what the reading
+// left, refilled at its rate, less what was sent since; and, as it holds
+// its size at most after any send, its size refilled since that send less
+// what was sent from then on.
+func (w *window) level(now time.Time, count float64) float64 {
+	lvl := min(w.left+w.refill*now.Sub(w.at).Seconds()-(count-w.seq), w.base)
+	after := count // the count before the send looked at
+	for i := len(w.log.at) - 1; i >= 0 && w.log.cum[i] > w.seq && !w.log.at[i].Before(w.at); i-- {
+		if i > 0 {
+			after = w.log.cum[i-1]
+		} else {
+			after = w.log.floor
+		}
+		lvl = min(lvl, w.base+w.refill*now.Sub(w.log.at[i]).Seconds()-(count-max(after, w.seq)))
 	}
-	if w.limit <= 0 || w.period <= 0 {
-		w.reset = time.Time{}
-		return
+	return lvl
+}
+
+// gone is the lane's count of units that have left the window by t: sent
+// a length before, or, in a fixed window, before the end of a window.
+func (w *window) gone(t time.Time) float64 {
+	g := w.log.countAt(t.Add(-w.span()))
+	if w.wall && w.period > 0 && !t.Before(w.reset) {
+		end := w.reset.Add(t.Sub(w.reset) / w.period * w.period)
+		g = max(g, w.log.countAt(end.Add(-2*w.guard())))
 	}
-	began := w.reset.Add(now.Sub(w.reset) / w.period * w.period)
-	w.left, w.seq, w.at, w.reset = float64(w.limit), count, began, began.Add(w.period)
-	w.fresh = true
+	return g
+}
+
+// leaves is when a unit sent at x has left the window (see gone).
+func (w *window) leaves(x time.Time) time.Time {
+	t := x.Add(w.span())
+	if w.wall && w.period > 0 {
+		end := w.reset
+		if late := x.Sub(end) + 2*w.guard(); late >= 0 {
+			end = end.Add((late/w.period + 1) * w.period)
+		}
+		if end.Before(t) {
+			t = end
+		}
+	}
+	return t
+}
+
+// until is when need units will be left, if nothing more is sent: when
+// enough of the units counted have been in the window for its length, at
+// the reset, or when enough of those sent since have.
+func (w *window) until(now time.Time, count, need float64) time.Time {
+	if c := need - w.base + w.excess + count; c <= w.seq {
+		paced := w.at.Add(time.Duration((need - w.left + count - w.seq) / w.pace() * float64(time.Second)))
+		if t, ok := w.log.reaching(c); ok && w.leaves(t).Before(w.reset) {
+			if t = w.leaves(t); paced.After(t) {
+				t = paced
+			}
+			if t.Before(w.reset) {
+				return t
+			}
+		}
+	}
+	c := need - w.base + count
+	if c <= w.seq || w.limit <= 0 { // a size not known: nothing is known after the reset
+		return w.reset
+	}
+	if t, ok := w.log.reaching(c); ok {
+		if t = w.leaves(t); t.Before(w.reset) {
+			return w.reset
+		}
+		return t
+	}
+	if later := now.Add(w.span()); later.After(w.reset) {
+		return later
+	}
+	return w.reset
 }
 
 // spentClaim reports whether r says the window is spent although the
