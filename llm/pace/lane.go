@@ -64,8 +64,9 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		if err == nil {
 			err = ln.waitWindows(ctx, t)
 		}
+		free := func() {} // gives back the slot shared with other processes
 		if err == nil {
-			err = ln.takeSlot(ctx)
+			free, err = ln.takeSlots(ctx)
 		}
 		if err == nil && !paid {
 			if err = ln.takePaces(ctx, n, t.start); err == nil {
@@ -73,6 +74,7 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 			}
 			if err != nil {
 				ln.releaseSlot()
+				free()
 			}
 			paid = err == nil
 		}
@@ -84,9 +86,11 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		}
 		p, paused := ln.send(t)
 		if p != nil {
+			p.free = free
 			return p, nil
 		}
 		ln.releaseSlot()
+		free()
 		// Room taken meanwhile: wait for it again, the turn kept. A pause
 		// begun meanwhile: a fresh turn after it, so that those it held
 		// leave spread out.
@@ -149,6 +153,21 @@ func (ln *lane) takeSlot(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// takeSlots takes a slot of the lane's gate, then one shared with the
+// other processes (if they share a cap), and returns the func that gives
+// the shared one back.
+func (ln *lane) takeSlots(ctx context.Context) (func(), error) {
+	if err := ln.takeSlot(ctx); err != nil {
+		return func() {}, err
+	}
+	free, err := ln.holdShared(ctx)
+	if err != nil {
+		ln.releaseSlot()
+		return func() {}, err
+	}
+	return free, nil
 }
 
 func (ln *lane) releaseSlot() {

@@ -32,6 +32,7 @@ type Permit struct {
 	inFlight int     // requests in flight when it went, it included
 	seqReq   float64 // the lane's counts when it went, it included
 	seqTok   float64
+	free     func() // gives back its slot shared with other processes; nil: none
 	done     bool
 }
 
@@ -55,6 +56,9 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	defer func() {
 		until := ln.until
 		ln.mu.Unlock()
+		if p.free != nil {
+			p.free()
+		}
 		ln.spread(before, until)
 	}()
 	ln.gate.inFlight--

@@ -24,6 +24,10 @@ type Sharer interface {
 	Paused(ctx context.Context, model string) time.Duration
 	// Live returns how many processes share model's lane (at least 1).
 	Live(model string) int
+	// Hold waits for one of model's slots for a request in flight, when
+	// the processes share a cap on those, and returns the func that gives
+	// it back. It returns only ctx's error.
+	Hold(ctx context.Context, model string) (release func(), err error)
 }
 
 // sharedPause returns how long the pause that any process set holds the
@@ -45,6 +49,15 @@ func (ln *lane) takeShared(ctx context.Context, n int) error {
 	rps, tps := ln.req.est.pace(), ln.tok.est.pace()
 	ln.mu.Unlock()
 	return s.Take(ctx, ln.model, rps, tps, n)
+}
+
+// holdShared waits for a slot shared by the processes, if they share a cap
+// on requests in flight; the func it returns gives it back.
+func (ln *lane) holdShared(ctx context.Context) (func(), error) {
+	if s := ln.l.cfg.Shared; s != nil {
+		return s.Hold(ctx, ln.model)
+	}
+	return func() {}, nil
 }
 
 // share is how many processes' sending one of this lane's stands for in

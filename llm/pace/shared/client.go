@@ -25,8 +25,9 @@ const (
 // processes), tries Redis again every few seconds, and says when it is
 // back: it never fails a request for Redis's sake.
 //
-// A Client is safe for simultaneous use by multiple goroutines and starts
-// no goroutines.
+// A Client is safe for simultaneous use by multiple goroutines. It starts
+// no goroutines but a timer's, which renews the leases of [Client.CapInFlight]
+// while it holds any.
 type Client struct {
 	s       *Store
 	baseURL string
@@ -38,6 +39,8 @@ type Client struct {
 	lanes map[string]*laneState
 	away  bool      // Redis failed; local pacing
 	retry time.Time // when to try Redis again while away
+
+	slots *slots // the shared cap on requests in flight; nil: none (see CapInFlight)
 }
 
 // laneState is what a Client keeps of one model's shared lane.
