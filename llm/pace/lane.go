@@ -239,7 +239,7 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	share := ln.share()
 	ln.req.sent(now, 1, share)
 	ln.tok.sent(now, t.tokens, share)
-	return &Permit{lane: ln, tokens: t.tokens, sent: now, inFlight: ln.gate.inFlight,
+	return &Permit{lane: ln, tokens: t.tokens, sent: now, inFlight: ln.gate.inFlight, share: share,
 		seqReq: ln.req.count, seqTok: ln.tok.count}, false
 }
 

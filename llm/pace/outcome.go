@@ -32,7 +32,8 @@ type Permit struct {
 	inFlight int     // requests in flight when it went, it included
 	seqReq   float64 // the lane's counts when it went, it included
 	seqTok   float64
-	free     func() // gives back its slot shared with other processes; nil: none
+	share    float64 // the processes it stands for in the estimators' counts (see Sharer): 1 alone
+	free     func()  // gives back its slot shared with other processes; nil: none
 	done     bool
 }
 
@@ -85,8 +86,8 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 
 // admitted counts an admitted request. ln.mu is held.
 func (ln *lane) admitted(p *Permit, now time.Time) {
-	ln.req.est.admitted(now, p.sent, 1)
-	ln.tok.est.admitted(now, p.sent, p.tokens)
+	ln.req.est.admitted(now, p.sent, p.share)
+	ln.tok.est.admitted(now, p.sent, p.tokens*p.share)
 	ln.gate.policy.admitted(p.inFlight)
 }
 
@@ -102,9 +103,9 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if ln.contradicted(o, now) {
 		return o.Hint // it costs its own Retry-After, no more
 	}
-	q, n := &ln.req, 1.0
+	q, n := &ln.req, p.share // what it stands for, as it was counted sent
 	if o.Tokens {
-		q, n = &ln.tok, p.tokens
+		q, n = &ln.tok, p.tokens*p.share
 	}
 	var hold time.Duration
 	sentRate := ln.req.est.ep.sent / max(now.Sub(ln.req.est.ep.start), minSpan).Seconds()

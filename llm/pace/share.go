@@ -24,6 +24,12 @@ type Sharer interface {
 	Paused(ctx context.Context, model string) time.Duration
 	// Live returns how many processes share model's lane (at least 1).
 	Live(model string) int
+	// Pace returns model's pace for the key, requests and tokens a second
+	// (+Inf: none), when another process's estimator sets it: the lane
+	// then follows it (follow), its own estimator kept at it, so that the
+	// processes go at one pace and one of them learns it. Otherwise the
+	// lane's own pace, given to Take, is the key's.
+	Pace(model string) (rps, tps float64, follow bool)
 	// Hold waits for one of model's slots for a request in flight, when
 	// the processes share a cap on those, and returns the func that gives
 	// it back. It returns only ctx's error.
@@ -46,9 +52,30 @@ func (ln *lane) takeShared(ctx context.Context, n int) error {
 		return nil
 	}
 	ln.mu.Lock()
+	if rps, tps, ok := s.Pace(ln.model); ok {
+		now := ln.l.now()
+		ln.req.adopt(now, rps)
+		ln.tok.adopt(now, tps)
+		ln.logged("rpm", &ln.req, now, 1)
+		ln.logged("tpm", &ln.tok, now, 0)
+	}
 	rps, tps := ln.req.est.pace(), ln.tok.est.pace()
 	ln.mu.Unlock()
 	return s.Take(ctx, ln.model, rps, tps, n)
+}
+
+// adopt makes r, the key's pace that another process's estimator sets,
+// q's from now (under the told ceiling): a new epoch of q's estimator at
+// r, each time, so that it does not climb on its own while it follows;
+// the refusals it gets are then mostly of requests sent before, which
+// teach it nothing (the leader learns from its own), and one whose cut is
+// being decided is left to finish. The one place that reaches into the
+// estimator for sharing. ln.mu is held.
+func (q *quantity) adopt(now time.Time, r float64) {
+	e := &q.est
+	if e.adapt && e.cut.decideAt.IsZero() {
+		e.shift(now, min(r, e.ceil))
+	}
 }
 
 // holdShared waits for a slot shared by the processes, if they share a cap

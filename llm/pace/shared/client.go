@@ -14,8 +14,10 @@ import (
 const (
 	pauseFresh = 100 * time.Millisecond // a shared pause read this recently is not read again
 	beatEvery  = 2 * time.Second        // how often a process says it is alive
-	beatTTL    = 3 * beatEvery          // how long it counts as alive without a beat
-	retryEvery = 2 * time.Second        // how often Redis is tried again while it is away
+	beatYoung  = 100 * time.Millisecond // as often, in a lane's first seconds: the processes starting together learn soon how many they are
+	young      = 3 * time.Second
+	beatTTL    = 3 * beatEvery   // how long it counts as alive without a beat
+	retryEvery = 2 * time.Second // how often Redis is tried again while it is away
 )
 
 // A Client is one process's use of a [Store] for the lanes of one base URL
@@ -47,11 +49,16 @@ type Client struct {
 type laneState struct {
 	name      string
 	live      int       // processes alive, this one included
+	leads     bool      // this process's estimator sets the key's pace (see Store.Beat)
+	born      time.Time // when this process first used the lane
 	beat      time.Time // last heartbeat sent
 	paused    time.Time // the shared pause, as last read
 	pauseRead time.Time
 	local     *rate.Limiter // while Redis is away: this process's share
 	localRPS  float64
+	own       [2]float64 // this process's paces a second, as the latest Take was given them
+	key       Learned    // the key's pace, as last read or published
+	mine      [2]float64 // the paces per minute this process last published or adopted
 }
 
 // NewClient returns a Client drawing from s for the lanes of baseURL and
@@ -67,7 +74,7 @@ func NewClient(s *Store, baseURL, apiKey string, log *slog.Logger) *Client {
 func (c *Client) lane(model string) *laneState {
 	ls, ok := c.lanes[model]
 	if !ok {
-		ls = &laneState{name: LaneName(c.baseURL, model, c.keyHash), live: 1}
+		ls = &laneState{name: LaneName(c.baseURL, model, c.keyHash), live: 1, born: c.now()}
 		c.lanes[model] = ls
 	}
 	return ls
@@ -95,12 +102,18 @@ func (c *Client) worked() {
 }
 
 // Take waits until one request and n tokens of model may be sent at the
-// key's paces, rps requests and tps tokens a second (+Inf or 0: none), drawn
-// from Redis so that every process together keeps to them. It returns only
-// ctx's error.
+// key's paces, drawn from Redis so that every process together keeps to
+// them. rps requests and tps tokens a second (+Inf or 0: none) are this
+// process's own paces: the key's when it leads the lane (they are
+// published for the others), else those of the leader are drawn at (see
+// [Client.Pace]). Waiters already in Take go at the paces the latest one
+// brought. It returns only ctx's error.
 func (c *Client) Take(ctx context.Context, model string, rps, tps float64, n int) error {
+	c.mu.Lock()
+	c.lane(model).own = [2]float64{rps, tps} // the freshest: every waiter goes at it
+	c.mu.Unlock()
 	for {
-		d, drawn, err := c.take(ctx, model, rps, tps, n)
+		d, drawn, err := c.take(ctx, model, n)
 		if err != nil || d <= 0 {
 			return err
 		}
@@ -120,24 +133,32 @@ func (c *Client) Take(ctx context.Context, model string, rps, tps float64, n int
 // take makes one attempt of Take and returns how long to wait: before the
 // next attempt when not drawn, before sending when drawn (from the local
 // share, with Redis away).
-func (c *Client) take(ctx context.Context, model string, rps, tps float64, n int) (d time.Duration, drawn bool, err error) {
+func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration, drawn bool, err error) {
 	c.mu.Lock()
 	now := c.now()
 	ls := c.lane(model)
+	rps := ls.own[0]
 	if !c.up(now) {
 		d := ls.localWait(now, rps)
 		c.mu.Unlock()
 		return d, true, ctx.Err()
 	}
-	beat := now.Sub(ls.beat) >= beatEvery
+	beat := now.Sub(ls.beat) >= beatEvery || now.Sub(ls.beat) >= beatYoung && now.Sub(ls.born) < young
 	c.mu.Unlock()
 
-	live := 0
 	if beat {
-		live, err = c.s.Beat(ctx, ls.name, beatTTL)
+		err = c.beat(ctx, ls, now)
 	}
 	if err == nil {
-		d, err = c.draw(ctx, ls.name, rps, tps, n)
+		c.mu.Lock()
+		r, t, own, publish := ls.paceFor()
+		c.mu.Unlock()
+		if publish {
+			err = c.publish(ctx, ls, own)
+		}
+		if err == nil {
+			d, err = c.draw(ctx, ls.name, r, t, n)
+		}
 	}
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
@@ -147,13 +168,74 @@ func (c *Client) take(ctx context.Context, model string, rps, tps float64, n int
 	if err != nil {
 		now = c.now()
 		c.failed(now, err)
-		return ls.localWait(now, rps), true, nil
+		return ls.localWait(now, ls.own[0]), true, nil
 	}
 	c.worked()
-	if beat {
-		ls.beat, ls.live = now, live
-	}
 	return d, d <= 0, nil
+}
+
+// beat says this process is alive in ls's lane, and notes how many are and
+// whether this one leads.
+func (c *Client) beat(ctx context.Context, ls *laneState, now time.Time) error {
+	live, leads, err := c.s.Beat(ctx, ls.name, beatTTL)
+	if err == nil {
+		c.mu.Lock()
+		ls.beat, ls.live, ls.leads = now, live, leads
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// paceFor returns the paces to draw at: this process's own when it leads
+// the lane (or no pace is known for the key yet), else the key's, which the
+// leader sets; and whether its own is to be published, per minute (own):
+// it leads, and changed it. c.mu is held.
+func (ls *laneState) paceFor() (r, t float64, own [2]float64, publish bool) {
+	rps, tps := ls.own[0], ls.own[1]
+	own = [2]float64{perMinute(rps), perMinute(tps)}
+	if ls.leads || ls.key.Ver == 0 {
+		publish = ls.leads && own != ls.mine
+		ls.mine = own
+		return rps, tps, own, publish
+	}
+	return perSecond(ls.key.RPM), perSecond(ls.key.TPM), own, false
+}
+
+// publish makes pace (per minute) the key's, for the other processes to
+// adopt.
+func (c *Client) publish(ctx context.Context, ls *laneState, pace [2]float64) error {
+	l, err := c.s.Publish(ctx, ls.name, Learned{RPM: pace[0], TPM: pace[1]})
+	if err == nil {
+		c.log.Debug("the key's pace, set by this process (it leads)", "rpm", l.RPM, "tpm", l.TPM, "version", l.Ver)
+		c.mu.Lock()
+		ls.seen(l)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// seen notes l, the key's pace read or published, if it is newer than the
+// one known. c.mu is held.
+func (ls *laneState) seen(l Learned) {
+	if l.Ver > ls.key.Ver {
+		ls.key = l
+	}
+}
+
+// Pace returns the key's pace, rps requests and tps tokens a second (+Inf:
+// none), when another process leads the lane and has set it: this one then
+// follows it (follow), and its caller makes it its own. The processes go
+// at one pace, the leader's, whose estimator alone learns; a follower's
+// own pace counts only while Redis is away or no pace is known yet.
+func (c *Client) Pace(model string) (rps, tps float64, follow bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ls := c.lane(model)
+	if ls.leads || ls.key.Ver == 0 || !c.up(c.now()) {
+		return 0, 0, false
+	}
+	ls.mine = [2]float64{ls.key.RPM, ls.key.TPM}
+	return perSecond(ls.key.RPM), perSecond(ls.key.TPM), true
 }
 
 // draw takes one request and n tokens from the shared budgets. A request
@@ -224,7 +306,8 @@ func (c *Client) Pause(ctx context.Context, model string, d time.Duration) {
 }
 
 // Paused returns how long model's requests are still held by a pause that
-// any process set; 0 when none. It reads Redis at most every 100 ms.
+// any process set; 0 when none. It reads Redis (the pause, and the key's
+// pace for [Client.Pace]) at most every 100 ms.
 func (c *Client) Paused(ctx context.Context, model string) time.Duration {
 	c.mu.Lock()
 	now := c.now()
@@ -235,13 +318,16 @@ func (c *Client) Paused(ctx context.Context, model string) time.Duration {
 		return max(d, 0)
 	}
 	c.mu.Unlock()
-	d, err := c.s.Paused(ctx, ls.name)
+	d, l, ok, err := c.s.Look(ctx, ls.name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		c.failed(now, err)
 	} else {
 		c.worked()
+		if ok {
+			ls.seen(l)
+		}
 		ls.pauseRead = now
 		if until := now.Add(d); until.After(ls.paused) {
 			ls.paused = until
@@ -262,4 +348,11 @@ func perMinute(perSecond float64) float64 {
 		return 0
 	}
 	return perSecond * 60
+}
+
+func perSecond(perMinute float64) float64 {
+	if perMinute <= 0 {
+		return math.Inf(1)
+	}
+	return perMinute / 60
 }
