@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -71,4 +72,75 @@ func (s *Store) Look(ctx context.Context, lane string) (paused time.Duration, l 
 	}
 	l, ok = parseLearned(all.Val())
 	return max(ttl.Val(), 0), l, ok, nil
+}
+
+// beat says this process is alive in ls's lane, and notes how many are and
+// whether this one leads.
+func (c *Client) beat(ctx context.Context, ls *laneState, now time.Time) error {
+	live, leads, err := c.s.Beat(ctx, ls.name, beatTTL)
+	if err == nil {
+		c.mu.Lock()
+		ls.beat, ls.live, ls.leads = now, live, leads
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// paceFor returns the paces to draw at: this process's own when it leads
+// the lane (or no pace is known for the key yet), else the key's, which the
+// leader sets; and whether its own is to be published, per minute (own):
+// it leads, and changed it. c.mu is held.
+func (ls *laneState) paceFor() (r, t float64, own [2]float64, publish bool) {
+	rps, tps := ls.own[0], ls.own[1]
+	own = [2]float64{perMinute(rps), perMinute(tps)}
+	if ls.leads || ls.key.Ver == 0 {
+		publish = ls.leads && own != ls.mine
+		ls.mine = own
+		return rps, tps, own, publish
+	}
+	return perSecond(ls.key.RPM), perSecond(ls.key.TPM), own, false
+}
+
+// publish makes pace (per minute) the key's, for the other processes to
+// adopt.
+func (c *Client) publish(ctx context.Context, ls *laneState, pace [2]float64) error {
+	l, err := c.s.Publish(ctx, ls.name, Learned{RPM: pace[0], TPM: pace[1]})
+	if err == nil {
+		c.log.Debug("the key's pace, set by this process (it leads)", "rpm", l.RPM, "tpm", l.TPM, "version", l.Ver)
+		c.mu.Lock()
+		ls.seen(l)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// seen notes l, the key's pace read or published, if it is newer than the
+// one known. c.mu is held.
+func (ls *laneState) seen(l Learned) {
+	if l.Ver > ls.key.Ver {
+		ls.key = l
+	}
+}
+
+// Pace returns the key's pace, rps requests and tps tokens a second (+Inf:
+// none), when another process leads the lane and has set it: this one then
+// follows it (follow), and its caller makes it its own. The processes go
+// at one pace, the leader's, whose estimator alone learns; a follower's
+// own pace counts only while Redis is away or no pace is known yet.
+func (c *Client) Pace(model string) (rps, tps float64, follow bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ls := c.lane(model)
+	if ls.leads || ls.key.Ver == 0 || !c.up(c.now()) {
+		return 0, 0, false
+	}
+	ls.mine = [2]float64{ls.key.RPM, ls.key.TPM}
+	return perSecond(ls.key.RPM), perSecond(ls.key.TPM), true
+}
+
+func perSecond(perMinute float64) float64 {
+	if perMinute <= 0 {
+		return math.Inf(1)
+	}
+	return perMinute / 60
 }

@@ -1,8 +1,10 @@
 // Package shared keeps the pacing state of one API key in Redis, so that
 // several llmbatch processes using the key behave as one client (DESIGN §9):
 // request and token budgets drawn from one GCRA per (base URL, model, key),
-// the pause a request-429 sets, the limit a process learned, the processes
-// alive, and leases on a shared number of requests in flight.
+// the pause a request-429 sets, the processes alive and the one of them
+// that leads (whose estimator alone learns the key's pace), the pace it
+// publishes for the others, and leases on a shared number of requests in
+// flight.
 //
 // Every name in Redis is derived by [LaneName] from a hash of the key; the
 // key itself never reaches Redis. Every time that matters is Redis's own
