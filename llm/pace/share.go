@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -37,12 +38,51 @@ type Sharer interface {
 }
 
 // sharedPause returns how long the pause that any process set holds the
-// lane still; 0 without a Sharer.
+// lane still; 0 without a Sharer. A pause longer than the lane's own was
+// set by a refusal in another process: see heldElsewhere.
 func (ln *lane) sharedPause(ctx context.Context) time.Duration {
-	if s := ln.l.cfg.Shared; s != nil {
-		return s.Paused(ctx, ln.model)
+	s := ln.l.cfg.Shared
+	if s == nil {
+		return 0
 	}
-	return 0
+	d := s.Paused(ctx, ln.model)
+	if d > 0 {
+		ln.heldElsewhere(d)
+	}
+	return d
+}
+
+// heldElsewhere makes a pause of d from now, which another process's
+// refusal set, the lane's own, and counts the time it holds the lane
+// beyond the lane's own pause as held in its estimators' epochs: nothing
+// can be sent then, and a rate measured over it would be measured low (the
+// cut after the next refusal would go too deep). A pause within the
+// lane's own, and one read again, add nothing. ln.mu is not held.
+func (ln *lane) heldElsewhere(d time.Duration) {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	now := ln.l.now()
+	extra := now.Add(d).Sub(later(now, ln.until))
+	if extra <= elsewhereSlack {
+		return
+	}
+	ln.pause(d)
+	for _, q := range []*quantity{&ln.req, &ln.tok} {
+		if q.est.cut.decideAt.IsZero() { // a cut being decided looks no further than its refusal
+			q.est.ep.held += extra
+		}
+	}
+}
+
+// elsewhereSlack is how much a shared pause must outlast the lane's own to
+// be another's: the shared pause is read late, and rounded to milliseconds.
+const elsewhereSlack = 20 * time.Millisecond
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // takeShared draws the request from the key's budgets at the lane's paces.
@@ -107,4 +147,15 @@ func (ln *lane) spread(before, until time.Time) {
 		// No ctx: Done has none. The store's own timeout bounds the call.
 		s.Pause(context.Background(), ln.model, d)
 	}
+}
+
+// slotShare is the part of the gate's limit this process takes while the
+// lane starts slow: the slow start is the key's (three processes starting
+// together would send three times its burst), so each live process takes
+// its share of it, one at least. ln.mu is held.
+func (ln *lane) slotShare(limit int) int {
+	if ln.l.cfg.Shared == nil || limit <= 0 || ln.gate.policy.slow.IsZero() {
+		return limit
+	}
+	return max(1, int(math.Ceil(float64(limit)/ln.share())))
 }

@@ -49,11 +49,12 @@ type Client struct {
 // laneState is what a Client keeps of one model's shared lane.
 type laneState struct {
 	name      string
-	live      int       // processes alive, this one included
-	leads     bool      // this process's estimator sets the key's pace (see Store.Beat)
-	born      time.Time // when this process first used the lane
-	beat      time.Time // last heartbeat sent
-	paused    time.Time // the shared pause, as last read
+	live      int           // processes alive, this one included
+	leads     bool          // this process's estimator sets the key's pace (see Store.Beat)
+	born      time.Time     // when this process first used the lane
+	joined    chan struct{} // closed once this process has counted the others in the lane; nil: not begun
+	beat      time.Time     // last heartbeat sent
+	paused    time.Time     // the shared pause, as last read
 	pauseRead time.Time
 	local     *rate.Limiter // while Redis is away: this process's share
 	localRPS  float64
@@ -148,7 +149,7 @@ func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration
 	c.mu.Unlock()
 
 	if beat {
-		err = c.beat(ctx, ls, now)
+		err = c.join(ctx, ls, now)
 	}
 	if err == nil {
 		c.mu.Lock()

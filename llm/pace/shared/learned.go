@@ -74,6 +74,44 @@ func (s *Store) Look(ctx context.Context, lane string) (paused time.Duration, l 
 	return max(ttl.Val(), 0), l, ok, nil
 }
 
+// joinWait is how long a process that joins a lane waits, after its first
+// heartbeat, before its second and its first request: processes started
+// together then count each other before they count what they send for
+// their share (see pace.Sharer), which a leader counting itself alone
+// would misjudge three times over.
+const joinWait = 150 * time.Millisecond
+
+// join beats for ls, and the first time, waits joinWait and beats again
+// first; takers meanwhile wait for it. Redis failing is the caller's.
+func (c *Client) join(ctx context.Context, ls *laneState, now time.Time) error {
+	c.mu.Lock()
+	ch := ls.joined
+	if ch == nil {
+		ls.joined = make(chan struct{})
+	}
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return c.beat(ctx, ls, now)
+	}
+	defer close(ls.joined)
+	if err := c.beat(ctx, ls, now); err != nil {
+		return err
+	}
+	t := time.NewTimer(joinWait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return c.beat(ctx, ls, c.now())
+}
+
 // beat says this process is alive in ls's lane, and notes how many are and
 // whether this one leads.
 func (c *Client) beat(ctx context.Context, ls *laneState, now time.Time) error {
