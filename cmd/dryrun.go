@@ -35,8 +35,8 @@ func dryRun(ctx context.Context, opts *RunOptions, cfg batch.Config, prices pric
 		e.Tokens, e.MergedTokens)
 	fmt.Fprintf(w, "cost:             %s\n", estimateCost(e, prices))
 	if opts.Redis != "" {
-		fmt.Fprintf(w, "limits:           shared through %s with the other processes using the key: --rpm/--tpm are the key's, for all of them\n",
-			shared.MaskURL(opts.Redis))
+		fmt.Fprintf(w, "limits:           shared through %s with the other processes using the key: --rpm/--tpm are the key's, for all of them%s\n",
+			shared.MaskURL(opts.Redis), sharedCap(opts))
 	}
 	if opts.RPM == 0 && opts.TPM == 0 {
 		fmt.Fprintln(w, "least time:       no --rpm or --tpm given: bound by the server and -j")

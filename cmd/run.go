@@ -62,6 +62,7 @@ type RunOptions struct {
 	Adapt      bool          // learn the server's limits from 429s and rate-limit headers
 	BreakAfter time.Duration // stop when every attempt has failed for this long
 	Redis      string        // redis:// URL whose server shares the key's limits with other processes; "" for none
+	SharedConc int           // requests in flight at most across the processes sharing through Redis; 0: no cap
 
 	Fallbacks   []string // models tried in order when an item's attempts fail on 5xx or an unknown model
 	Prices      []string // MODEL=IN/OUT dollars per million tokens, over the built-in list prices
@@ -150,6 +151,7 @@ func addEndpointFlags(fl *pflag.FlagSet, opts *RunOptions) {
 	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model (estimated prompt tokens plus max_tokens); 0 for none known")
 	fl.BoolVar(&opts.Adapt, "adapt", true, "learn the server's real limits from 429s and x-ratelimit headers (--adapt=false to pace exactly at --rpm/--tpm)")
 	fl.StringVar(&opts.Redis, "redis", "", "share the key's limits with other llmbatch processes through this Redis: redis://[:password@]host:port/db or rediss://")
+	fl.IntVar(&opts.SharedConc, "shared-concurrency", 0, "requests in flight at most across all the processes sharing the key through --redis (expiring leases: a killed process's slots come back); 0 for no cap")
 	fl.DurationVar(&opts.BreakAfter, "break-after", 2*time.Minute, "stop (exit 3) when every attempt has failed for this long; 0 never")
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 6, "attempts per request, the first included")
 	fl.DurationVar(&opts.BaseDelay, "base-delay", time.Second, "backoff base: retry n waits random(0, min(max-delay, base-delay·2^(n-1)))")
@@ -249,7 +251,7 @@ func runBatch(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slog.L
 	if sum != nil && !opts.Quiet {
 		printSummary(opts.IO.ErrOut, sum, cs)
 		if opts.Redis != "" {
-			fmt.Fprintf(opts.IO.ErrOut, "limits shared through %s with the other processes using the key\n", shared.MaskURL(opts.Redis))
+			fmt.Fprintf(opts.IO.ErrOut, "limits shared through %s with the other processes using the key%s\n", shared.MaskURL(opts.Redis), sharedCap(opts))
 		}
 	}
 	if err == nil && !sum.Complete() {
@@ -298,6 +300,10 @@ func validate(opts *RunOptions) error {
 		return usageErr("--max-cost must not be negative")
 	case opts.BatchItems < 1 || opts.BatchTokens < 1:
 		return usageErr("--batch-items and --batch-tokens must be at least 1")
+	case opts.SharedConc < 0:
+		return usageErr("--shared-concurrency must be 0 (no cap) or more")
+	case opts.SharedConc > 0 && opts.Redis == "":
+		return usageErr("--shared-concurrency caps the requests in flight of the processes sharing through Redis: give --redis too")
 	case opts.Progress != "auto" && opts.Progress != "on" && opts.Progress != "off":
 		return usageErr("--progress must be auto, on or off, not %q", opts.Progress)
 	}

@@ -31,7 +31,18 @@ func shareLimits(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slo
 	// The lane is named by a hash of the keys; several keys in rotation
 	// share as one.
 	key := strings.Join(rc.llm.APIKeys, "\x00") + rc.llm.APIKey
-	rc.limiter.Shared = shared.NewClient(s, rc.llm.BaseURL, key, log)
-	log.Info("sharing the key's limits through redis", "redis", shared.MaskURL(opts.Redis))
+	c := shared.NewClient(s, rc.llm.BaseURL, key, log)
+	c.CapInFlight(opts.SharedConc)
+	rc.limiter.Shared = c
+	log.Info("sharing the key's limits through redis", "redis", shared.MaskURL(opts.Redis), "shared_concurrency", opts.SharedConc)
 	return func() { s.Close() }, nil
+}
+
+// sharedCap is what the dry run and the summary add about
+// --shared-concurrency: "" without it.
+func sharedCap(opts *RunOptions) string {
+	if opts.SharedConc <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d requests in flight at most among them (--shared-concurrency)", opts.SharedConc)
 }

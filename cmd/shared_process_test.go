@@ -3,7 +3,10 @@ package cmd_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,8 +113,9 @@ func TestRedisURLRefused(t *testing.T) {
 	}
 }
 
-// checkNoKeyInRedis scans every name and value in Redis for the key.
-func checkNoKeyInRedis(t *testing.T, rs *redistest.Server) {
+// checkNoKeyInRedis scans every name and value in Redis for the key, and
+// checks that names ending in each of want are among them.
+func checkNoKeyInRedis(t *testing.T, rs *redistest.Server, want ...string) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rdb.Close()
@@ -119,6 +123,11 @@ func checkNoKeyInRedis(t *testing.T, rs *redistest.Server) {
 	keys, err := rdb.Keys(ctx, "*").Result()
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("KEYS * = %v, %v; want the shared lane's names", keys, err)
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, w) }) {
+			t.Errorf("no Redis name ends in %q among %v", w, keys)
+		}
 	}
 	for _, k := range keys {
 		v, _ := rdb.Dump(ctx, k).Result()
@@ -129,20 +138,103 @@ func checkNoKeyInRedis(t *testing.T, rs *redistest.Server) {
 }
 
 // TestDryRunSaysLimitsAreShared: a dry run with --redis says the limits
-// are the key's, shared, and shows the URL without its password.
+// are the key's, shared (and the shared cap on requests in flight), and
+// shows the URL without its password.
 func TestDryRunSaysLimitsAreShared(t *testing.T) {
 	binary(t)
 	dir := t.TempDir()
 	writeInput(t, filepath.Join(dir, "in.jsonl"), 2)
-	p := start(t, dir, childEnv(), nil, "run", "--provider", "mock", "--dry-run", "--redis", "redis://:PWSECRET-x@127.0.0.1:1/0", "in.jsonl")
+	p := start(t, dir, childEnv(), nil, "run", "--provider", "mock", "--dry-run", "--redis", "redis://:PWSECRET-x@127.0.0.1:1/0", "--shared-concurrency", "5", "in.jsonl")
 	if code := p.wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d\n%s", code, p.stderr.String())
 	}
 	out := p.stdout.String()
-	if !strings.Contains(out, "shared through redis://:xxxxx@127.0.0.1:1/0") {
+	if !strings.Contains(out, "shared through redis://:xxxxx@127.0.0.1:1/0") || !strings.Contains(out, "5 requests in flight at most among them") {
 		t.Errorf("dry run does not say the limits are shared:\n%s", out)
 	}
 	if strings.Contains(out+p.stderr.String(), "PWSECRET") {
 		t.Errorf("dry run shows the redis password:\n%s", out)
 	}
+}
+
+// TestSharedConcurrency: --shared-concurrency caps the requests in flight
+// of every process on the key together, and the slots of a process killed
+// with SIGKILL come back once its leases lapse, so that the next job goes
+// on; without --redis it is a usage error.
+func TestSharedConcurrency(t *testing.T) {
+	binary(t)
+	rs := redistest.Start(t)
+	srv := newServer(t, mock.Config{}, nil)
+	srv.delay.Store(int64(50 * time.Millisecond))
+	t.Run("the cap holds across processes", func(t *testing.T) {
+		stop := sampleInFlight(srv)
+		procs, prompts, outs := runShared(t, srv, rs, 3, 20, "--shared-concurrency", "3")
+		for i, p := range procs {
+			if code := p.wait(t, 2*time.Minute); code != 0 {
+				t.Fatalf("job %d: exit %d\n%s", i+1, code, p.stderr.String())
+			}
+			checkComplete(t, outs[i], prompts[i])
+			if !strings.Contains(p.stderr.String(), "3 requests in flight at most among them") {
+				t.Errorf("job %d's summary does not mention the shared cap:\n%s", i+1, p.stderr.String())
+			}
+		}
+		// Each alone may have 8 in flight: 24 between them without the cap.
+		if n := stop(); n > 3 || n < 2 {
+			t.Errorf("the server saw up to %d requests in flight, want 3 at most (and the cap reached)", n)
+		}
+		checkNoKeyInRedis(t, rs)
+	})
+	t.Run("a killed process's slots come back", func(t *testing.T) {
+		srv.hang.Store(true)
+		a, _, _ := runShared(t, srv, rs, 1, 10, "--shared-concurrency", "2")
+		if !waitFor(30*time.Second, func() bool { return srv.inflight.Load() == 2 }) {
+			t.Fatalf("the server has %d requests in flight, want the 2 slots taken", srv.inflight.Load())
+		}
+		a[0].signal(t, syscall.SIGKILL)
+		a[0].wait(t, 10*time.Second)
+		checkNoKeyInRedis(t, rs, ":leases") // the dead one's leases, still held
+		srv.hang.Store(false)
+		before := srv.total.Load()
+		b, prompts, outs := runShared(t, srv, rs, 1, 10, "--shared-concurrency", "2")
+		// The dead process's leases hold the slots for seconds yet.
+		time.Sleep(time.Second)
+		if n := srv.total.Load() - before; n != 0 {
+			t.Errorf("%d requests sent while a killed process's leases still held every slot, want none", n)
+		}
+		if code := b[0].wait(t, time.Minute); code != 0 {
+			t.Fatalf("exit %d after the killed process's slots lapsed\n%s", code, b[0].stderr.String())
+		}
+		checkComplete(t, outs[0], prompts[0])
+		checkNoKeyInRedis(t, rs)
+	})
+	t.Run("without --redis", func(t *testing.T) {
+		dir := t.TempDir()
+		writeInput(t, filepath.Join(dir, "in.jsonl"), 1)
+		p := start(t, dir, childEnv("LLMBATCH_API_KEY="+sharedKey), nil,
+			runArgs(srv.base(), "out.jsonl", "in.jsonl", "--shared-concurrency", "2")...)
+		if code := p.wait(t, 30*time.Second); code != 2 || !strings.Contains(p.stderr.String(), "give --redis") {
+			t.Errorf("--shared-concurrency without --redis: exit %d, want 2 saying to give --redis\n%s", code, p.stderr.String())
+		}
+	})
+}
+
+// sampleInFlight samples the server's requests in flight every
+// millisecond until the returned func is called; it returns the most seen.
+func sampleInFlight(srv *server) (stop func() int64) {
+	var most int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				most = max(most, srv.inflight.Load())
+			}
+		}
+	})
+	return func() int64 { close(done); wg.Wait(); return most }
 }

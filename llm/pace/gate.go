@@ -16,7 +16,7 @@ func (ln *lane) takeSlot(ctx context.Context) error {
 		ln.mu.Lock()
 		now := ln.l.now()
 		ln.tick(now)
-		limit := ln.gate.policy.limit(now)
+		limit := ln.slotShare(ln.gate.policy.limit(now))
 		if limit <= 0 || ln.gate.inFlight < limit {
 			ln.gate.inFlight++
 			ln.mu.Unlock()

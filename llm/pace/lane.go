@@ -58,8 +58,9 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		if err == nil {
 			err = ln.waitWindows(ctx, t)
 		}
+		free := func() {} // gives back the slot shared with other processes
 		if err == nil {
-			err = ln.takeSlot(ctx)
+			free, err = ln.takeSlots(ctx)
 		}
 		if err == nil && !paid {
 			if err = ln.takePaces(ctx, n, t.start); err == nil {
@@ -67,6 +68,7 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 			}
 			if err != nil {
 				ln.releaseSlot()
+				free()
 			}
 			paid = err == nil
 		}
@@ -78,9 +80,11 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		}
 		p, paused := ln.send(t)
 		if p != nil {
+			p.free = free
 			return p, nil
 		}
 		ln.releaseSlot()
+		free()
 		// Room taken meanwhile: wait for it again, the turn kept. A pause
 		// begun meanwhile: a fresh turn after it, so that those it held
 		// leave spread out.
@@ -122,6 +126,21 @@ func (ln *lane) pause(d time.Duration) {
 	if until := ln.l.now().Add(d); d > 0 && until.After(ln.until) {
 		ln.until = until
 	}
+}
+
+// takeSlots takes a slot of the lane's gate, then one shared with the
+// other processes (if they share a cap), and returns the func that gives
+// the shared one back.
+func (ln *lane) takeSlots(ctx context.Context) (func(), error) {
+	if err := ln.takeSlot(ctx); err != nil {
+		return func() {}, err
+	}
+	free, err := ln.holdShared(ctx)
+	if err != nil {
+		ln.releaseSlot()
+		return func() {}, err
+	}
+	return free, nil
 }
 
 // wake wakes every wait that an answer or a release may end. ln.mu is held.
@@ -186,7 +205,7 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	share := ln.share()
 	ln.req.sent(now, 1, share)
 	ln.tok.sent(now, t.tokens, share)
-	return &Permit{lane: ln, tokens: t.tokens, sent: now, seq: ln.gate.policy.sent(now),
+	return &Permit{lane: ln, tokens: t.tokens, sent: now, seq: ln.gate.policy.sent(now), share: share,
 		seqReq: ln.req.count, seqTok: ln.tok.count}, false
 }
 

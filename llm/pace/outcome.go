@@ -32,6 +32,8 @@ type Permit struct {
 	seq    int64   // its number in the gate's flight log
 	seqReq float64 // the lane's counts when it went, it included
 	seqTok float64
+	share  float64 // the processes it stands for in the estimators' counts (see Sharer): 1 alone
+	free   func()  // gives back its slot shared with other processes; nil: none
 	done   bool
 }
 
@@ -55,6 +57,9 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	defer func() {
 		until := ln.until
 		ln.mu.Unlock()
+		if p.free != nil {
+			p.free()
+		}
 		ln.spread(before, until)
 	}()
 	ln.gate.inFlight--
@@ -82,8 +87,8 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 
 // admitted counts an admitted request. ln.mu is held.
 func (ln *lane) admitted(p *Permit, now time.Time) {
-	ln.req.est.admitted(now, p.sent, 1)
-	ln.tok.est.admitted(now, p.sent, p.tokens)
+	ln.req.est.admitted(now, p.sent, p.share)
+	ln.tok.est.admitted(now, p.sent, p.tokens*p.share)
 	ln.answered(p, now, tookIt)
 }
 
@@ -100,9 +105,9 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		ln.answered(p, now, lostIt)
 		return o.Hint
 	}
-	q, n := &ln.req, 1.0
+	q, n := &ln.req, p.share // what it stands for, as it was counted sent
 	if o.Tokens {
-		q, n = &ln.tok, p.tokens
+		q, n = &ln.tok, p.tokens*p.share
 	}
 	var hold time.Duration
 	capped := ln.capped(p, now, o)

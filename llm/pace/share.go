@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -24,15 +25,64 @@ type Sharer interface {
 	Paused(ctx context.Context, model string) time.Duration
 	// Live returns how many processes share model's lane (at least 1).
 	Live(model string) int
+	// Pace returns model's pace for the key, requests and tokens a second
+	// (+Inf: none), when another process's estimator sets it: the lane
+	// then follows it (follow), its own estimator kept at it, so that the
+	// processes go at one pace and one of them learns it. Otherwise the
+	// lane's own pace, given to Take, is the key's.
+	Pace(model string) (rps, tps float64, follow bool)
+	// Hold waits for one of model's slots for a request in flight, when
+	// the processes share a cap on those, and returns the func that gives
+	// it back. It returns only ctx's error.
+	Hold(ctx context.Context, model string) (release func(), err error)
 }
 
 // sharedPause returns how long the pause that any process set holds the
-// lane still; 0 without a Sharer.
+// lane still; 0 without a Sharer. A pause longer than the lane's own was
+// set by a refusal in another process: see heldElsewhere.
 func (ln *lane) sharedPause(ctx context.Context) time.Duration {
-	if s := ln.l.cfg.Shared; s != nil {
-		return s.Paused(ctx, ln.model)
+	s := ln.l.cfg.Shared
+	if s == nil {
+		return 0
 	}
-	return 0
+	d := s.Paused(ctx, ln.model)
+	if d > 0 {
+		ln.heldElsewhere(d)
+	}
+	return d
+}
+
+// heldElsewhere makes a pause of d from now, which another process's
+// refusal set, the lane's own, and counts the time it holds the lane
+// beyond the lane's own pause as held in its estimators' epochs: nothing
+// can be sent then, and a rate measured over it would be measured low (the
+// cut after the next refusal would go too deep). A pause within the
+// lane's own, and one read again, add nothing. ln.mu is not held.
+func (ln *lane) heldElsewhere(d time.Duration) {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	now := ln.l.now()
+	extra := now.Add(d).Sub(later(now, ln.until))
+	if extra <= elsewhereSlack {
+		return
+	}
+	ln.pause(d)
+	for _, q := range []*quantity{&ln.req, &ln.tok} {
+		if q.est.cut.decideAt.IsZero() { // a cut being decided looks no further than its refusal
+			q.est.ep.held += extra
+		}
+	}
+}
+
+// elsewhereSlack is how much a shared pause must outlast the lane's own to
+// be another's: the shared pause is read late, and rounded to milliseconds.
+const elsewhereSlack = 20 * time.Millisecond
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // takeShared draws the request from the key's budgets at the lane's paces.
@@ -42,9 +92,39 @@ func (ln *lane) takeShared(ctx context.Context, n int) error {
 		return nil
 	}
 	ln.mu.Lock()
+	if rps, tps, ok := s.Pace(ln.model); ok {
+		now := ln.l.now()
+		ln.req.adopt(now, rps)
+		ln.tok.adopt(now, tps)
+		ln.logged("rpm", &ln.req, now, 1)
+		ln.logged("tpm", &ln.tok, now, 0)
+	}
 	rps, tps := ln.req.est.pace(), ln.tok.est.pace()
 	ln.mu.Unlock()
 	return s.Take(ctx, ln.model, rps, tps, n)
+}
+
+// adopt makes r, the key's pace that another process's estimator sets,
+// q's from now (under the told ceiling): a new epoch of q's estimator at
+// r, each time, so that it does not climb on its own while it follows;
+// the refusals it gets are then mostly of requests sent before, which
+// teach it nothing (the leader learns from its own), and one whose cut is
+// being decided is left to finish. The one place that reaches into the
+// estimator for sharing. ln.mu is held.
+func (q *quantity) adopt(now time.Time, r float64) {
+	e := &q.est
+	if e.adapt && e.cut.decideAt.IsZero() {
+		e.shift(now, min(r, e.ceil))
+	}
+}
+
+// holdShared waits for a slot shared by the processes, if they share a cap
+// on requests in flight; the func it returns gives it back.
+func (ln *lane) holdShared(ctx context.Context) (func(), error) {
+	if s := ln.l.cfg.Shared; s != nil {
+		return s.Hold(ctx, ln.model)
+	}
+	return func() {}, nil
 }
 
 // share is how many processes' sending one of this lane's stands for in
@@ -67,4 +147,15 @@ func (ln *lane) spread(before, until time.Time) {
 		// No ctx: Done has none. The store's own timeout bounds the call.
 		s.Pause(context.Background(), ln.model, d)
 	}
+}
+
+// slotShare is the part of the gate's limit this process takes while the
+// lane starts slow: the slow start is the key's (three processes starting
+// together would send three times its burst), so each live process takes
+// its share of it, one at least. ln.mu is held.
+func (ln *lane) slotShare(limit int) int {
+	if ln.l.cfg.Shared == nil || limit <= 0 || ln.gate.policy.slow.IsZero() {
+		return limit
+	}
+	return max(1, int(math.Ceil(float64(limit)/ln.share())))
 }

@@ -14,19 +14,23 @@ import (
 const (
 	pauseFresh = 100 * time.Millisecond // a shared pause read this recently is not read again
 	beatEvery  = 2 * time.Second        // how often a process says it is alive
-	beatTTL    = 3 * beatEvery          // how long it counts as alive without a beat
-	retryEvery = 2 * time.Second        // how often Redis is tried again while it is away
+	beatYoung  = 100 * time.Millisecond // as often, in a lane's first seconds: the processes starting together learn soon how many they are
+	young      = 3 * time.Second
+	beatTTL    = 3 * beatEvery   // how long it counts as alive without a beat
+	retryEvery = 2 * time.Second // how often Redis is tried again while it is away
 )
 
 // A Client is one process's use of a [Store] for the lanes of one base URL
-// and key: it draws each request's budgets, shares the pauses, and keeps
-// the count of live processes. When Redis is away it warns once, paces
+// and key: it draws each request's budgets, shares the pauses, keeps the
+// count of live processes, and publishes the lane's pace when this process
+// leads it, or hands on the leader's when it follows (see [Client.Pace]). When Redis is away it warns once, paces
 // locally at this process's share of the pace (the last count of live
 // processes), tries Redis again every few seconds, and says when it is
 // back: it never fails a request for Redis's sake.
 //
-// A Client is safe for simultaneous use by multiple goroutines and starts
-// no goroutines.
+// A Client is safe for simultaneous use by multiple goroutines. It starts
+// no goroutines but a timer's, which renews the leases of [Client.CapInFlight]
+// while it holds any.
 type Client struct {
 	s       *Store
 	baseURL string
@@ -38,17 +42,25 @@ type Client struct {
 	lanes map[string]*laneState
 	away  bool      // Redis failed; local pacing
 	retry time.Time // when to try Redis again while away
+
+	slots *slots // the shared cap on requests in flight; nil: none (see CapInFlight)
 }
 
 // laneState is what a Client keeps of one model's shared lane.
 type laneState struct {
 	name      string
-	live      int       // processes alive, this one included
-	beat      time.Time // last heartbeat sent
-	paused    time.Time // the shared pause, as last read
+	live      int           // processes alive, this one included
+	leads     bool          // this process's estimator sets the key's pace (see Store.Beat)
+	born      time.Time     // when this process first used the lane
+	joined    chan struct{} // closed once this process has counted the others in the lane; nil: not begun
+	beat      time.Time     // last heartbeat sent
+	paused    time.Time     // the shared pause, as last read
 	pauseRead time.Time
 	local     *rate.Limiter // while Redis is away: this process's share
 	localRPS  float64
+	own       [2]float64 // this process's paces a second, as the latest Take was given them
+	key       Learned    // the key's pace, as last read or published
+	mine      [2]float64 // the paces per minute this process last published or adopted
 }
 
 // NewClient returns a Client drawing from s for the lanes of baseURL and
@@ -64,7 +76,7 @@ func NewClient(s *Store, baseURL, apiKey string, log *slog.Logger) *Client {
 func (c *Client) lane(model string) *laneState {
 	ls, ok := c.lanes[model]
 	if !ok {
-		ls = &laneState{name: LaneName(c.baseURL, model, c.keyHash), live: 1}
+		ls = &laneState{name: LaneName(c.baseURL, model, c.keyHash), live: 1, born: c.now()}
 		c.lanes[model] = ls
 	}
 	return ls
@@ -92,12 +104,18 @@ func (c *Client) worked() {
 }
 
 // Take waits until one request and n tokens of model may be sent at the
-// key's paces, rps requests and tps tokens a second (+Inf or 0: none), drawn
-// from Redis so that every process together keeps to them. It returns only
-// ctx's error.
+// key's paces, drawn from Redis so that every process together keeps to
+// them. rps requests and tps tokens a second (+Inf or 0: none) are this
+// process's own paces: the key's when it leads the lane (they are
+// published for the others), else those of the leader are drawn at (see
+// [Client.Pace]). Waiters already in Take go at the paces the latest one
+// brought. It returns only ctx's error.
 func (c *Client) Take(ctx context.Context, model string, rps, tps float64, n int) error {
+	c.mu.Lock()
+	c.lane(model).own = [2]float64{rps, tps} // the freshest: every waiter goes at it
+	c.mu.Unlock()
 	for {
-		d, drawn, err := c.take(ctx, model, rps, tps, n)
+		d, drawn, err := c.take(ctx, model, n)
 		if err != nil || d <= 0 {
 			return err
 		}
@@ -117,24 +135,32 @@ func (c *Client) Take(ctx context.Context, model string, rps, tps float64, n int
 // take makes one attempt of Take and returns how long to wait: before the
 // next attempt when not drawn, before sending when drawn (from the local
 // share, with Redis away).
-func (c *Client) take(ctx context.Context, model string, rps, tps float64, n int) (d time.Duration, drawn bool, err error) {
+func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration, drawn bool, err error) {
 	c.mu.Lock()
 	now := c.now()
 	ls := c.lane(model)
+	rps := ls.own[0]
 	if !c.up(now) {
 		d := ls.localWait(now, rps)
 		c.mu.Unlock()
 		return d, true, ctx.Err()
 	}
-	beat := now.Sub(ls.beat) >= beatEvery
+	beat := now.Sub(ls.beat) >= beatEvery || now.Sub(ls.beat) >= beatYoung && now.Sub(ls.born) < young
 	c.mu.Unlock()
 
-	live := 0
 	if beat {
-		live, err = c.s.Beat(ctx, ls.name, beatTTL)
+		err = c.join(ctx, ls, now)
 	}
 	if err == nil {
-		d, err = c.draw(ctx, ls.name, rps, tps, n)
+		c.mu.Lock()
+		r, t, own, publish := ls.paceFor()
+		c.mu.Unlock()
+		if publish {
+			err = c.publish(ctx, ls, own)
+		}
+		if err == nil {
+			d, err = c.draw(ctx, ls.name, r, t, n)
+		}
 	}
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
@@ -144,12 +170,9 @@ func (c *Client) take(ctx context.Context, model string, rps, tps float64, n int
 	if err != nil {
 		now = c.now()
 		c.failed(now, err)
-		return ls.localWait(now, rps), true, nil
+		return ls.localWait(now, ls.own[0]), true, nil
 	}
 	c.worked()
-	if beat {
-		ls.beat, ls.live = now, live
-	}
 	return d, d <= 0, nil
 }
 
@@ -221,7 +244,8 @@ func (c *Client) Pause(ctx context.Context, model string, d time.Duration) {
 }
 
 // Paused returns how long model's requests are still held by a pause that
-// any process set; 0 when none. It reads Redis at most every 100 ms.
+// any process set; 0 when none. It reads Redis (the pause, and the key's
+// pace for [Client.Pace]) at most every 100 ms.
 func (c *Client) Paused(ctx context.Context, model string) time.Duration {
 	c.mu.Lock()
 	now := c.now()
@@ -232,13 +256,16 @@ func (c *Client) Paused(ctx context.Context, model string) time.Duration {
 		return max(d, 0)
 	}
 	c.mu.Unlock()
-	d, err := c.s.Paused(ctx, ls.name)
+	d, l, ok, err := c.s.Look(ctx, ls.name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		c.failed(now, err)
 	} else {
 		c.worked()
+		if ok {
+			ls.seen(l)
+		}
 		ls.pauseRead = now
 		if until := now.Add(d); until.After(ls.paused) {
 			ls.paused = until

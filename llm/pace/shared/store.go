@@ -1,8 +1,10 @@
 // Package shared keeps the pacing state of one API key in Redis, so that
 // several llmbatch processes using the key behave as one client (DESIGN §9):
 // request and token budgets drawn from one GCRA per (base URL, model, key),
-// the pause a request-429 sets, the limit a process learned, the processes
-// alive, and leases on a shared number of requests in flight.
+// the pause a request-429 sets, the processes alive and the one of them
+// that leads (whose estimator alone learns the key's pace), the pace it
+// publishes for the others, and leases on a shared number of requests in
+// flight.
 //
 // Every name in Redis is derived by [LaneName] from a hash of the key; the
 // key itself never reaches Redis. Every time that matters is Redis's own
@@ -21,7 +23,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,90 +210,34 @@ func (s *Store) Paused(ctx context.Context, lane string) (time.Duration, error) 
 	return d, nil
 }
 
-// Learned is a limit a process learned for a lane, per minute; 0: none.
-type Learned struct {
-	RPM, TPM float64
-}
-
-// learnedTTL is how long a learned limit stays without being renewed: a
-// limit learned yesterday is not today's.
-const learnedTTL = 10 * time.Minute
-
-// Publish records what was learned for the lane, for every process.
-func (s *Store) Publish(ctx context.Context, lane string, l Learned) error {
-	k := lane + ":learned"
-	p := s.rdb.TxPipeline()
-	p.HSet(ctx, k, "rpm", strconv.FormatFloat(l.RPM, 'f', 3, 64), "tpm", strconv.FormatFloat(l.TPM, 'f', 1, 64))
-	p.Expire(ctx, k, learnedTTL)
-	_, err := p.Exec(ctx)
-	return err
-}
-
-// Learned returns what was last published for the lane; ok is false when
-// nothing was, or it has expired.
-func (s *Store) Learned(ctx context.Context, lane string) (l Learned, ok bool, err error) {
-	m, err := s.rdb.HGetAll(ctx, lane+":learned").Result()
-	if err != nil || len(m) == 0 {
-		return Learned{}, false, err
-	}
-	l.RPM, _ = strconv.ParseFloat(m["rpm"], 64)
-	l.TPM, _ = strconv.ParseFloat(m["tpm"], 64)
-	return l, true, nil
-}
-
 // beatScript renews member ARGV[1] of the set KEYS[1] for ARGV[2] ms,
-// drops the expired and returns how many are left. Redis's clock decides.
+// drops the expired, makes ARGV[1] the leader (KEYS[2]) for as long if
+// there is none or it is, and returns how many are left and whether it
+// leads. Redis's clock decides.
 var beatScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return redis.call('ZCARD', KEYS[1])
+local leads = 0
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  leads = 1
+elseif redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  leads = 1
+end
+return {redis.call('ZCARD', KEYS[1]), leads}
 `)
 
 // Beat says this process is alive in the lane for ttl, and returns how many
-// processes are (this one included).
-func (s *Store) Beat(ctx context.Context, lane string, ttl time.Duration) (int, error) {
-	n, err := beatScript.Run(ctx, s.rdb, []string{lane + ":procs"}, s.id, ttl.Milliseconds()).Int()
-	return max(n, 1), err
-}
-
-// leaseScript takes a lease ARGV[1] for ARGV[2] ms if fewer than ARGV[3]
-// unexpired leases are held; it returns 1 when taken.
-var leaseScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-  return 0
-end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-`)
-
-// A Lease is one of a lane's shared slots for a request in flight.
-type Lease struct {
-	s    *Store
-	key  string
-	name string
-}
-
-// Lease takes one of at most max slots of the lane for ttl, after which it
-// lapses on its own (so a killed process frees its slots). ok is false when
-// every slot is held.
-func (s *Store) Lease(ctx context.Context, lane string, maxSlots int, ttl time.Duration) (*Lease, bool, error) {
-	name := s.id + ":" + strconv.FormatUint(s.seq.Add(1), 10)
-	k := lane + ":leases"
-	ok, err := leaseScript.Run(ctx, s.rdb, []string{k}, name, ttl.Milliseconds(), maxSlots).Int()
-	if err != nil || ok == 0 {
-		return nil, false, err
+// processes are (this one included) and whether this one leads: the one
+// process whose estimator sets the lane's pace for all (see
+// [Store.Publish]). A leader that stops beating is replaced after ttl.
+func (s *Store) Beat(ctx context.Context, lane string, ttl time.Duration) (n int, leads bool, err error) {
+	r, err := beatScript.Run(ctx, s.rdb, []string{lane + ":procs", lane + ":leader"}, s.id, ttl.Milliseconds()).Int64Slice()
+	if err != nil || len(r) != 2 {
+		return 1, false, err
 	}
-	return &Lease{s: s, key: k, name: name}, true, nil
-}
-
-// Release gives the slot back.
-func (l *Lease) Release(ctx context.Context) error {
-	return l.s.rdb.ZRem(ctx, l.key, l.name).Err()
+	return max(int(r[0]), 1), r[1] == 1, nil
 }

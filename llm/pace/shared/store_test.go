@@ -149,21 +149,24 @@ func TestLearnedAndBeat(t *testing.T) {
 	if _, ok, err := b.Learned(ctx, lane); ok || err != nil {
 		t.Fatalf("Learned() before any = %v, %v", ok, err)
 	}
-	if err := a.Publish(ctx, lane, Learned{RPM: 1164.5, TPM: 9000}); err != nil {
-		t.Fatal(err)
+	if l, err := a.Publish(ctx, lane, Learned{RPM: 1164.5, TPM: 9000}); err != nil || l.Ver != 1 || l.By != "a" {
+		t.Fatalf("Publish() = %+v, %v; want version 1 by a", l, err)
 	}
-	if l, ok, _ := b.Learned(ctx, lane); !ok || l.RPM != 1164.5 || l.TPM != 9000 {
-		t.Errorf("Learned() = %+v, %v; want what a published", l, ok)
+	if l, err := b.Publish(ctx, lane, Learned{RPM: 1164.5, TPM: 9000}); err != nil || l.Ver != 2 {
+		t.Fatalf("a second Publish() = %+v, %v; want version 2", l, err)
 	}
-	if n, _ := a.Beat(ctx, lane, 300*time.Millisecond); n != 1 {
-		t.Errorf("Beat() alone = %d, want 1", n)
+	if l, ok, _ := b.Learned(ctx, lane); !ok || l.RPM != 1164.5 || l.TPM != 9000 || l.Ver != 2 || l.By != "b" {
+		t.Errorf("Learned() = %+v, %v; want what b published last", l, ok)
 	}
-	if n, _ := b.Beat(ctx, lane, time.Minute); n != 2 {
-		t.Errorf("Beat() of a second process = %d, want 2", n)
+	if n, leads, _ := a.Beat(ctx, lane, 300*time.Millisecond); n != 1 || !leads {
+		t.Errorf("Beat() alone = %d, %v; want 1, leading", n, leads)
+	}
+	if n, leads, _ := b.Beat(ctx, lane, time.Minute); n != 2 || leads {
+		t.Errorf("Beat() of a second process = %d, %v; want 2, not leading", n, leads)
 	}
 	time.Sleep(400 * time.Millisecond)
-	if n, _ := b.Beat(ctx, lane, time.Minute); n != 1 {
-		t.Errorf("Beat() after the first process stopped beating = %d, want 1", n)
+	if n, leads, _ := b.Beat(ctx, lane, time.Minute); n != 1 || !leads {
+		t.Errorf("Beat() after the first process stopped beating = %d, %v; want 1, leading in its place", n, leads)
 	}
 }
 
@@ -238,7 +241,7 @@ func TestRedisAwayAndBack(t *testing.T) {
 		t.Errorf("Take() with Redis down took %v, want a quick failure", d)
 	}
 	srv.Restart()
-	if _, err := s.Beat(ctx, lane, time.Minute); err != nil {
+	if _, _, err := s.Beat(ctx, lane, time.Minute); err != nil {
 		t.Errorf("Beat() after Redis came back = %v", err)
 	}
 }
