@@ -32,9 +32,10 @@ const unknownBusy = -2
 
 // flights is the log of the lane's latest requests, in the order sent.
 type flights struct {
-	log  [flightLen]flight
-	next int64 // the number of the next request sent
-	ripe int64 // every request before it has its busy count
+	log   [flightLen]flight
+	next  int64         // the number of the next request sent
+	ripe  int64         // every request before it has its busy count
+	quick time.Duration // the longest round trip of a refusal lately
 }
 
 func (f *flights) send(now time.Time) int64 {
@@ -55,6 +56,9 @@ func (f *flights) at(seq int64) *flight {
 func (f *flights) answer(seq int64, now time.Time, st flightState) {
 	if r := f.at(seq); r != nil && r.state == flying {
 		r.state, r.done = st, now
+		if st == refusedIt {
+			f.quick = max(now.Sub(r.sent), f.quick-f.quick/8)
+		}
 	}
 }
 
@@ -97,20 +101,29 @@ func (f *flights) ripen(now time.Time, judge func(*flight)) {
 }
 
 // count returns how many requests, other than r and numbered below end,
-// were sent no later than r and admitted after r went; with flyingToo,
-// those still in flight as well. It also reports whether one was answered
-// at the very instant r went: that one may have left the server before r
-// came, or not.
-func (f *flights) count(r *flight, end int64, flyingToo bool) (n int, unsure bool) {
+// were sent no later than r and admitted after r went (with upper, also
+// those still in flight: the most r can have found in the server's
+// hands). Otherwise only those answered a quick round trip after r went
+// count, since an answer may take that long to come back after the server
+// let the request go (a refusal comes back at once, so its round trip is
+// the network's); one answered sooner may have left the server before r
+// came, or not: unsure.
+func (f *flights) count(r *flight, end int64, upper bool) (n int, unsure bool) {
+	sure := r.sent.Add(f.quick)
 	for s := max(end-flightLen, 0); s < end; s++ {
 		g := f.at(s)
 		if g == nil || g == r || g.sent.After(r.sent) {
 			continue
 		}
-		if g.state == tookIt && g.done.After(r.sent) || flyingToo && g.state == flying {
+		switch {
+		case upper && (g.state == flying || g.state == tookIt && g.done.After(r.sent)):
 			n++
+		case upper || g.state != tookIt || g.done.Before(r.sent):
+		case g.done.After(sure):
+			n++
+		default:
+			unsure = true
 		}
-		unsure = unsure || g.state == tookIt && g.done.Equal(r.sent)
 	}
 	return n, unsure
 }
@@ -129,7 +142,7 @@ func (f *flights) inHand(seq int64) int {
 // evidence sums up the requests in the log whose busy count is known:
 // the admitted ones of the whole log, the refused ones of its newer half.
 type evidence struct {
-	lo      int // the most any admitted one found in the server's hands, plus one: it took that many at once
+	lo      int // the most an admitted one found in the server's hands (but for a few), plus one: it took that many at once
 	hi      int // what most refused ones found at least (their median); 0: none refused
 	refused int // how many were refused
 	fewer   int // of those, how many found fewer than hi
@@ -168,13 +181,21 @@ func (f *flights) evidence() evidence {
 		e.hi = b[len(b)/2]
 		e.fewer, _ = slices.BinarySearch(b, e.hi)
 	}
+	took := 0
 	for i := range f.log {
 		if r := &f.log[i]; r.busy >= 0 && r.state == tookIt {
-			e.lo = max(e.lo, r.busy+1)
+			busy[took], took = r.busy, took+1
 			if !first.IsZero() && r.sent.After(first) {
 				e.after++
 			}
 		}
+	}
+	if took > 0 {
+		// The most, but for one in 32: an answer that came back late
+		// makes a request look as if it found one more.
+		b := busy[:took]
+		slices.Sort(b)
+		e.lo = b[len(b)-1-len(b)/32] + 1
 	}
 	return e
 }
