@@ -57,10 +57,13 @@ func (e *estimator) decide(now time.Time) {
 	if e.probing {
 		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
 	}
-	// Cut after cut with no step up between: the cuts were too shallow
-	// to get under the limit; each goes deeper (a tenth, a fifth, two
-	// fifths, half at most of the rate sent).
-	next = min(next, cut.sentRate*max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5))
+	// Cut after cut with no step up between, with much refused: the cuts
+	// were too shallow to get under the limit; each goes deeper (a tenth,
+	// a fifth, two fifths, half at most of the rate sent). A few refused
+	// say the pace is only a little over: the measure alone decides.
+	if share := e.ep.refused / max(e.ep.admitted+e.ep.refused, 1); share >= deepShare {
+		next = min(next, cut.sentRate*max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5))
+	}
 	e.downs++
 	e.bad, e.held = bad, 0
 	e.shift(now, max(next, minRate, e.floor))

@@ -23,6 +23,7 @@ const (
 	minAnswers     = 8        // answers in an epoch that make its admitted share a measure
 	minLocked      = 3        // refusals, with nothing admitted, that show a lockout
 	maxNoise       = 0.6      // a share refused this high is a limit, however it falls
+	deepShare      = 0.2      // a share refused this high in cuts in a row: each cut deeper
 	sustainedShare = 0.8      // refused all along, admitting less than this share of the rate sent: the long run is the measure
 )
 

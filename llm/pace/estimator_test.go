@@ -237,29 +237,31 @@ func TestEstimatorNoiseClimbs(t *testing.T) {
 // TestEstimatorCuts: how deep a refusal episode cuts.
 func TestEstimatorCuts(t *testing.T) {
 	inf := math.Inf(1)
-	// episode: a span at the pace, all admitted but the last, refused,
-	// then the tick that decides once the hold is over.
+	// episode: half a span at the pace, the last quarter of it refused,
+	// then the tick that decides once the hold is over: a refusal too
+	// soon after the epoch began for its measure to say anything.
 	episode := func(e *estimator, start time.Time) time.Time {
-		n := int(e.pace())
+		n := int(e.pace() / 2)
 		for i := range n {
-			sent := start.Add(time.Duration(i) * time.Second / time.Duration(n))
+			sent := start.Add(time.Duration(i) * 500 * time.Millisecond / time.Duration(n))
 			e.sent(1)
-			if i < n-1 {
+			if i < n*3/4 {
 				e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+			} else {
+				e.refused(sent.Add(10*time.Millisecond), sent, 1, 0)
 			}
 		}
 		end := start.Add(time.Second)
-		e.refused(end, end.Add(-10*time.Millisecond), 1, 0)
-		e.tick(end.Add(300 * time.Millisecond))
-		return end.Add(300 * time.Millisecond)
+		e.tick(end)
+		return end
 	}
-	t.Run("cuts in a row go deeper", func(t *testing.T) {
-		e := estimator{ceil: inf, adapt: true, rate: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	t.Run("cuts in a row, much refused, go deeper", func(t *testing.T) {
+		e := estimator{ceil: inf, adapt: true, rate: 40, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
 		now := episode(&e, t0)
-		first := e.pace() // 0.9 of 20
+		first := e.pace() // 0.9 of 40
 		episode(&e, now)
 		if want := 0.8 * first; math.Abs(e.pace()-want) > 0.01 {
-			t.Errorf("after a cut of 20 to %v, the next cut = %v, want a fifth off, %v", first, e.pace(), want)
+			t.Errorf("after a cut of 40 to %v, the next cut = %v, want a fifth off, %v", first, e.pace(), want)
 		}
 	})
 	t.Run("mostly refused before answers enough: halved", func(t *testing.T) {
