@@ -96,17 +96,18 @@ func TestTokenBound(t *testing.T) {
 		{name: "tpm told, headers", serverTPS: 20000, clientTPM: 20000, max429: 0.02, maxSlow: 1.2},
 		{name: "not told, headers", serverTPS: 20000, max429: 0.02, maxSlow: 1.2},
 		{name: "tpm told, bucket", serverTPS: 20000, clientTPM: 20000, bucket: true, max429: 0.02, maxSlow: 1.2},
-		// Told nothing, a refilling bucket is misread now and then (the order
-		// of goroutines decides which reading comes first): up to 2.7x in one
-		// run of five. Issue 10's target is 1.2x; the bound here is what holds
-		// today, so that the test still catches a stall or a storm.
-		{name: "not told, bucket", serverTPS: 20000, bucket: true, max429: 0.02, maxSlow: 3.5},
+		// Told nothing, a refilling bucket: 0.92-0.94x in 40 runs of 40
+		// (the tracker follows a bucket only once its resets keep in step
+		// with use; it used to misread one run in five, up to 2.7x).
+		{name: "not told, bucket", serverTPS: 20000, bucket: true, max429: 0.02, maxSlow: 1.2},
 		// Without, loose bounds: goroutine order varies from run to run,
 		// and with it how well long items pack into windows whose edges the
 		// client cannot see (±15%). They catch a limiter that does not pace
 		// tokens (13x slower before).
 		{name: "tpm told, no headers", serverTPS: 20000, clientTPM: 20000, noHeaders: true, max429: 0.05, maxSlow: 1.7},
-		{name: "not told, no headers", serverTPS: 20000, noHeaders: true, max429: 0.1, maxSlow: 1.8},
+		// Told nothing and no headers, the 429s of 40 runs: median 10
+		// (1.6%), the worst 63 (9.5%); a storm is several times that.
+		{name: "not told, no headers", serverTPS: 20000, noHeaders: true, max429: 0.12, maxSlow: 1.8},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			took, limited, ideal, shortWait := runTokens(t, sc, items)
