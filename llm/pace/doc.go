@@ -8,7 +8,9 @@
 // the request pace and its tokens at the token pace (golang.org/x/time/rate);
 // and goes. Its [Permit.Done] tells the lane what came of it, and the policy
 // (the estimator: a pure state machine fed sent, admitted and refused, with
-// times, sizes and hints) moves the paces: a refusal cuts to a little under
-// what was admitted, a span held without one climbs halfway back to the rate
-// last refused. Everything else is mechanism; time is read in one place.
+// times, sizes and hints) moves the paces as a search: a refusal goes back
+// to the pace last held or cuts to a little under what was admitted, a span
+// held without one climbs by a step that doubles while it holds, towards
+// the rate last refused. Everything else is mechanism; time is read in one
+// place.
 package pace

@@ -1,0 +1,177 @@
+package pace
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestEstimatorNoise: against a server that refuses half the requests
+// whatever the pace, the pace stops falling once two cuts in a row have
+// not lowered the share refused.
+func TestEstimatorNoise(t *testing.T) {
+	e := newEstimator(100, true, t0)
+	now := t0
+	paces := []float64{}
+	for range 6 {
+		// An epoch of 20 requests, half of them refused.
+		for i := range 20 {
+			e.sent(1)
+			sent := now.Add(time.Duration(i) * 10 * time.Millisecond)
+			if i%2 == 0 {
+				e.admitted(sent.Add(5*time.Millisecond), sent, 1)
+			} else {
+				e.refused(sent.Add(5*time.Millisecond), sent, 1, 0)
+			}
+		}
+		now = now.Add(2 * time.Second)
+		e.tick(now)
+		paces = append(paces, e.pace())
+	}
+	for _, p := range paces[3:] {
+		if p != paces[2] {
+			t.Errorf("paces against refusals whatever the pace = %v, want them held after three cuts", paces)
+			break
+		}
+	}
+}
+
+// TestEstimatorHoldAfterLockout: once an epoch after a cut admits nothing
+// (a server that counts refused requests keeps a client that pushes on
+// locked out), the hold without a hint is a whole span.
+func TestEstimatorHoldAfterLockout(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 10, bad: 12, span: 4 * time.Second, patience: 2, ep: epoch{start: t0, judged: t0}}
+	if hold := e.refused(at(100*time.Millisecond), t0, 1, 0); hold != 250*time.Millisecond {
+		t.Fatalf("first hold = %v, want 250ms", hold)
+	}
+	e.refused(at(110*time.Millisecond), t0, 1, 0)
+	e.refused(at(120*time.Millisecond), t0, 1, 0)
+	e.tick(at(time.Second)) // decides: three refusals, nothing admitted
+	e.sent(1)
+	if hold := e.refused(at(1100*time.Millisecond), at(time.Second), 1, 0); hold != e.span {
+		t.Errorf("hold after a lockout = %v, want the span %v", hold, e.span)
+	}
+	if hold := (&estimator{adapt: true, rate: 1, ep: epoch{start: t0}}).refused(at(time.Second), t0, 1, 3*time.Second); hold != 3*time.Second {
+		t.Errorf("hold with a hint of 3s = %v, want the hint", hold)
+	}
+}
+
+// TestEstimatorNoiseClimbs: once refusals are known to come whatever the
+// pace, an epoch that used its pace climbs although it ended in one, so a
+// flaky gateway does not freeze the pace where its first refusals left it.
+func TestEstimatorNoiseClimbs(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 10, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	now := t0
+	var paces []float64
+	for range 12 {
+		// An epoch at the pace, for two spans, one request in ten refused.
+		n := int(2 * e.pace())
+		for i := range n {
+			sent := now.Add(time.Duration(i) * 2 * time.Second / time.Duration(n))
+			e.sent(1)
+			if i%10 == 9 {
+				e.refused(sent.Add(5*time.Millisecond), sent, 1, 0)
+			} else {
+				e.admitted(sent.Add(5*time.Millisecond), sent, 1)
+			}
+		}
+		now = now.Add(2 * time.Second)
+		e.tick(now)
+		paces = append(paces, e.pace())
+	}
+	low := slices.Min(paces)
+	if last := paces[len(paces)-1]; last <= low*1.2 {
+		t.Errorf("paces against one refusal in ten whatever the pace = %v, want them to climb back from %v", paces, low)
+	}
+}
+
+// TestEstimatorCuts: how deep a refusal episode cuts.
+func TestEstimatorCuts(t *testing.T) {
+	inf := math.Inf(1)
+	// episode: half a span at the pace, the last quarter of it refused,
+	// then the tick that decides once the hold is over: a refusal too
+	// soon after the epoch began for its measure to say anything.
+	episode := func(e *estimator, start time.Time) time.Time {
+		n := int(e.pace() / 2)
+		for i := range n {
+			sent := start.Add(time.Duration(i) * 500 * time.Millisecond / time.Duration(n))
+			e.sent(1)
+			if i < n*3/4 {
+				e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+			} else {
+				e.refused(sent.Add(10*time.Millisecond), sent, 1, 0)
+			}
+		}
+		end := start.Add(time.Second)
+		e.tick(end)
+		return end
+	}
+	t.Run("cuts in a row, much refused, go deeper", func(t *testing.T) {
+		e := estimator{ceil: inf, adapt: true, rate: 40, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+		now := episode(&e, t0)
+		first := e.pace() // 0.9 of 40
+		episode(&e, now)
+		if want := 0.8 * first; math.Abs(e.pace()-want) > 0.01 {
+			t.Errorf("after a cut of 40 to %v, the next cut = %v, want a fifth off, %v", first, e.pace(), want)
+		}
+	})
+	t.Run("mostly refused before answers enough: halved", func(t *testing.T) {
+		e := newEstimator(10, true, t0)
+		play(&e, cat(repeat(4, 0, step{what: "send", n: 1}),
+			[]step{{what: "ok", seen: 10 * time.Millisecond, n: 1}},
+			repeat(3, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
+			[]step{{what: "tick", seen: 400 * time.Millisecond}}))
+		if e.pace() != 5 {
+			t.Errorf("pace = %v, want 5", e.pace())
+		}
+	})
+	t.Run("refused over a pace held, before answers enough: back to it", func(t *testing.T) {
+		e := estimator{ceil: inf, adapt: true, rate: 30, good: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+		play(&e, cat(sendOK(3, 30*time.Millisecond),
+			[]step{{what: "refused", send: 90 * time.Millisecond, seen: 100 * time.Millisecond, n: 1}},
+			[]step{{what: "tick", seen: 400 * time.Millisecond}}))
+		if e.pace() != 20 || e.bad != 30 {
+			t.Errorf("pace = %v, bad = %v; want 20, 30", e.pace(), e.bad)
+		}
+	})
+	t.Run("refused all along, admitting a quarter: the long run bounds the cut", func(t *testing.T) {
+		// A server that takes 5 a second of the 20 sent, and, each time
+		// the pace climbed back over it, lets one more epoch look held.
+		e := estimator{ceil: inf, adapt: true, rate: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+		now := t0
+		for range 20 {
+			for i := range 20 {
+				sent := now.Add(time.Duration(i) * 50 * time.Millisecond)
+				e.sent(1)
+				if i%4 == 0 {
+					e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+				} else {
+					e.refused(sent.Add(10*time.Millisecond), sent, 1, 0)
+				}
+			}
+			now = now.Add(time.Second)
+			e.tick(now)
+			e.bad, e.ep.refused, e.ep.answers = 0, 0, minAnswers // as if it climbed back and held: only the long run can tell
+			e.rate = 20
+		}
+		// The last epoch: a burst allowance admits all but its last.
+		e.shift(now, 20)
+		for i := range 20 {
+			sent := now.Add(time.Duration(i) * 50 * time.Millisecond)
+			e.sent(1)
+			if i < 19 {
+				e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+			}
+		}
+		now = now.Add(time.Second)
+		e.refused(now, now.Add(-10*time.Millisecond), 1, 0)
+		e.tick(now.Add(300 * time.Millisecond))
+		// The epoch alone says 0.95 of 19/s, and cuts in a row stop at
+		// half of the 20 sent; the long run (5 a second, over the busy
+		// time its holds leave) says far less.
+		if e.pace() > 8 {
+			t.Errorf("pace = %v, want under 8: what the long run let through", e.pace())
+		}
+	})
+}
