@@ -91,10 +91,11 @@ func runTokens(t *testing.T, sc tokenScenario, items []string) (took time.Durati
 func TestTokenBound(t *testing.T) {
 	items := tokenItems(benchN(600))
 	for _, sc := range []tokenScenario{
-		// With the server's window in its headers, the issue's targets
-		// (within 1.2x the ideal, at most 2% 429s) hold with room to spare.
+		// With the server's window in its headers, issue 10's targets hold:
+		// told 1.2x and 2% here (the issue's 1.10x is the zoo's), untold
+		// its 1.2x and 3% (a median of 10 429s, 1.6%, in 20 runs).
 		{name: "tpm told, headers", serverTPS: 20000, clientTPM: 20000, max429: 0.02, maxSlow: 1.2},
-		{name: "not told, headers", serverTPS: 20000, max429: 0.02, maxSlow: 1.2},
+		{name: "not told, headers", serverTPS: 20000, max429: 0.03, maxSlow: 1.2}, // untold, a token limit: 3%
 		{name: "tpm told, bucket", serverTPS: 20000, clientTPM: 20000, bucket: true, max429: 0.02, maxSlow: 1.2},
 		// Told nothing, a refilling bucket: 0.92-0.94x in 40 runs of 40
 		// (the tracker follows a bucket only once its resets keep in step
