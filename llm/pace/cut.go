@@ -21,8 +21,7 @@ func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate = pending{}, cut.rate
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
-	stepped := e.good > 0 && e.good < cut.sentRate                         // refused over a pace held: back to it
-	if e.ep.answers < minAnswers && !locked && !stepped {
+	if e.ep.answers < minAnswers && !locked && !e.overHeld(cut.sentRate) {
 		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
 		if e.ep.refused > e.ep.admitted {
 			e.rate = max(cut.rate/2, minRate, e.floor) // but mostly refused: far over, halve it
@@ -38,7 +37,7 @@ func (e *estimator) decide(now time.Time) {
 		// the share refused then rise, it is a limit after all.
 		next := e.rate
 		e.downs = 0
-		if elapsed := now.Sub(e.ep.start); elapsed >= e.span && e.ep.sent >= 0.9*e.rate*elapsed.Seconds() {
+		if now.Sub(e.ep.start) >= e.span && e.used(now) {
 			next = min(e.up(), e.ceil)
 		}
 		e.shift(now, next)
@@ -61,7 +60,7 @@ func (e *estimator) decide(now time.Time) {
 	// were too shallow to get under the limit; each goes deeper (a tenth,
 	// a fifth, two fifths, half at most of the rate sent). A few refused
 	// say the pace is only a little over: the measure alone decides.
-	if share := e.ep.refused / max(e.ep.admitted+e.ep.refused, 1); share >= deepShare {
+	if e.ep.share() >= deepShare {
 		next = min(next, cut.sentRate*max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5))
 	}
 	e.downs++
@@ -81,31 +80,34 @@ func (e *estimator) decide(now time.Time) {
 func (e *estimator) bracket(cut pending) (next, bad float64) {
 	next, bad = cutLeast*cut.sentRate, cut.sentRate
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
-	few := e.ep.answers < minAnswers
+	enough := e.ep.answers >= minAnswers
+	var okRate float64 // what the server admitted over the epoch, if that measures it
+	measured := false
 	switch {
-	case few && !(e.good > 0 && e.good < cut.sentRate):
-	case few:
-		next = min(max(e.good, cutDeep*cut.sentRate), next)
-	case math.IsInf(cut.rate, 1):
+	case enough && math.IsInf(cut.rate, 1):
 		e.climbs = 3
 		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
-	case e.ep.refused > e.ep.admitted || e.ep.held > elapsed:
+	case enough && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed):
 		// Mostly refused or held: the pace is far over. What the server
 		// let through over the whole epoch, holds and all, is its
 		// measure.
-		okRate := e.ep.admitted / max(cut.at.Sub(e.ep.start), minSpan).Seconds()
-		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
-		bad = min(bad, max(okRate, next))
-	case elapsed >= e.span:
-		okRate := e.ep.admitted / elapsed.Seconds()
-		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
-		bad = min(bad, max(okRate, next))
-	case e.good > 0 && e.good < cut.sentRate:
+		okRate, measured = e.ep.admitted/max(cut.at.Sub(e.ep.start), minSpan).Seconds(), true
+	case enough && elapsed >= e.span:
+		okRate, measured = e.ep.admitted/elapsed.Seconds(), true
+	case e.overHeld(cut.sentRate):
 		next = min(max(e.good, cutDeep*cut.sentRate), next)
+	}
+	if measured {
+		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
+		bad = min(bad, max(okRate, next))
 	}
 	e.climbs = 0
 	return next, bad
 }
+
+// overHeld reports whether rate is over a pace held for a span (good):
+// refused there, the rate lies between the two.
+func (e *estimator) overHeld(rate float64) bool { return e.good > 0 && e.good < rate }
 
 // noise reports whether refusals come whatever the pace: the share
 // refused has not fallen after two cuts in a row, and is not most of
@@ -114,7 +116,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 // limiting a rate, and cutting on would only starve the run: the pace
 // holds, and each refusal costs its own hold.
 func (e *estimator) noise() bool {
-	share := e.ep.refused / max(e.ep.admitted+e.ep.refused, 1)
+	share := e.ep.share()
 	switch {
 	case e.noisy >= 2 && share < 1.5*e.share && share < maxNoise:
 		return true // known noise, and the climb did not raise the share: still noise

@@ -175,7 +175,7 @@ func (e *estimator) tick(now time.Time) {
 		return
 	}
 	e.ep.judged = now
-	if e.ep.sent < 0.9*e.rate*now.Sub(e.ep.start).Seconds() || e.ep.answers < minAnswers {
+	if !e.used(now) || e.ep.answers < minAnswers {
 		return // a pace not used, or too slow to have said anything yet
 	}
 	e.downs = 0
@@ -184,6 +184,15 @@ func (e *estimator) tick(now time.Time) {
 		e.shift(now, next)
 	}
 }
+
+// used reports whether the pace was used since the epoch began: raising
+// a pace nobody reached tests nothing.
+func (e *estimator) used(now time.Time) bool {
+	return e.ep.sent >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
+}
+
+// share is the share of the units answered in the epoch that were refused.
+func (ep *epoch) share() float64 { return ep.refused / max(ep.admitted+ep.refused, 1) }
 
 // up returns the next pace after one held for a span: a step towards the
 // rate last refused (halfway at most); when settled near it, the same pace

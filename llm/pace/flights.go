@@ -73,18 +73,9 @@ func (f *flights) ripen(now time.Time, judge func(*flight)) {
 			f.ripe++
 			continue
 		}
-		end := f.ripe
-		for ; end < f.next; end++ {
-			g := f.at(end)
-			if g == nil || !g.sent.Equal(r.sent) {
-				break
-			}
-			if g.state == flying {
-				return
-			}
-		}
-		if end == f.next && !now.After(r.sent) {
-			return // more may go at this instant
+		end, ready := f.instant(r, now)
+		if !ready {
+			return
 		}
 		for s := f.ripe; s < end; s++ {
 			g := f.at(s)
@@ -98,6 +89,22 @@ func (f *flights) ripen(now time.Time, judge func(*flight)) {
 		}
 		f.ripe = end
 	}
+}
+
+// instant returns the end of the run of requests sent at the same instant
+// as r, the first not yet ripe, and whether they may ripen: all answered,
+// and the instant past (more may go at it while it is now).
+func (f *flights) instant(r *flight, now time.Time) (end int64, ready bool) {
+	for end = f.ripe; end < f.next; end++ {
+		g := f.at(end)
+		if g == nil || !g.sent.Equal(r.sent) {
+			break
+		}
+		if g.state == flying {
+			return end, false
+		}
+	}
+	return end, end < f.next || now.After(r.sent)
 }
 
 // count returns how many requests, other than r and numbered below end,
