@@ -147,7 +147,7 @@ func addEndpointFlags(fl *pflag.FlagSet, opts *RunOptions) {
 	fl.StringSliceVar(&opts.Fallbacks, "fallback-models", nil, "models to try in order for an item whose attempts fail on 5xx, no answer, or an unknown model")
 	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key; several, comma-separated, are rotated")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
-	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly 3% under it; 0 for none known")
+	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly at it / 1.03 (a run takes at most 1.03x the time it allows); 0 for none known")
 	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model (estimated prompt tokens plus max_tokens); 0 for none known")
 	fl.BoolVar(&opts.Adapt, "adapt", true, "learn the server's real limits from 429s and x-ratelimit headers (--adapt=false to pace exactly at --rpm/--tpm)")
 	fl.StringVar(&opts.Redis, "redis", "", "share the key's limits with other llmbatch processes through this Redis: redis://[:password@]host:port/db or rediss://")
