@@ -4,7 +4,8 @@
 // A request goes through its lane in five steps (see [Limiter.Acquire]): it
 // waits out the shared pause that a request-429 sets; waits until it fits
 // what the server's windows have left (the newest header reading, less what
-// was sent since); takes a slot of the concurrency gate; takes its turn at
+// was sent since) and, for its tokens, within the last second's share of
+// the token pace; takes a slot of the concurrency gate; takes its turn at
 // the request pace and its tokens at the token pace (golang.org/x/time/rate);
 // and goes. Its [Permit.Done] tells the lane what came of it, and the policy
 // (the estimator: a pure state machine fed sent, admitted and refused, with

@@ -174,8 +174,9 @@ func (ln *lane) waitWindows(ctx context.Context, t *turn) error {
 	}
 }
 
-// fits reports whether t fits both windows now, besides the room kept for
-// others, and if not, how long until it may. ln.mu is held.
+// fits reports whether t fits both of the server's windows and the token
+// pace's own second (see inSecond) now, besides the room kept for others,
+// and if not, how long until it may. ln.mu is held.
 func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	kept := 0.0
 	if ln.keeper != nil && ln.keeper != t {
@@ -183,10 +184,12 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	}
 	okR, dR := ln.req.win.room(now, ln.req.count, 1, 0)
 	okT, dT := true, time.Duration(0)
+	okS, dS := true, time.Duration(0)
 	if t.tokens > 0 {
 		okT, dT = ln.tok.win.room(now, ln.tok.count, t.tokens, kept)
+		okS, dS = ln.tok.inSecond(now, t.tokens, kept)
 	}
-	return okR && okT, max(dR, dT)
+	return okR && okT && okS, max(dR, dT, dS)
 }
 
 // send lets t go, counted, unless a pause began (paused) or its room went

@@ -1,0 +1,72 @@
+package pace
+
+import "time"
+
+// The token pace's own second. A rate.Limiter lets through, in any second,
+// a second's worth and its burst (a second's worth too): against a server
+// that counts a sliding second, twice its limit, and a prompt of a third
+// of it is refused as often as not. So the lane also keeps to its pace
+// within every second, by its own send log: a request of n tokens goes
+// when the last second's sends and n are within a second of the pace.
+// Windows of a second are the shortest servers count; a longer one sees
+// at most its length's worth, as every second's is kept to. A request
+// bigger than a second of the pace is left to the rate.Limiter, whose debt
+// spreads it; so is every request to a server whose headers have shown
+// its kind of window (see window.judge and window.stand): a bucket that
+// refills as it goes admits what the rate.Limiter lets through, and a
+// fixed window all of its size between its walls, which the tracker
+// follows.
+//
+// The request whose room is kept (it has waited its patience) goes as
+// soon as the sends it waits for have left the second; until then, others
+// take only what it will not need: what will be spare when it goes. Sends
+// leave a second after they went, so room can only grow while nothing is
+// sent, and a request sent now takes its room from every instant of the
+// coming second alike.
+
+// inSecond reports whether n units fit q's pace within the last second,
+// besides the room kept (for a request of kept units); when not, wait is
+// how long until they might.
+func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.Duration) {
+	if q.lim == nil || q.win.refill > 0 || q.win.wall {
+		return true, 0 // no pace, or a server whose window the tracker has told
+	}
+	most := float64(q.lim.Limit()) // a second's worth
+	if n > most {
+		return true, 0
+	}
+	if kept > most {
+		kept = 0 // the kept request is not held by the second
+	}
+	free := q.roomAt(now, most)
+	if kept > 0 {
+		at := q.fitAt(now, most, kept)
+		if spare := q.roomAt(at, most) - kept; spare < n {
+			return false, max(at.Sub(now), time.Millisecond) // its room is kept until it goes
+		}
+	}
+	if n <= free {
+		return true, 0
+	}
+	return false, max(q.fitAt(now, most, n).Sub(now), time.Millisecond)
+}
+
+// roomAt is what the second ending at t (now or later) has left of most,
+// if nothing more is sent.
+func (q *quantity) roomAt(t time.Time, most float64) float64 {
+	return most - (q.count - q.win.log.countAt(t.Add(-time.Second)))
+}
+
+// fitAt is the first instant from now when n units fit the second, if
+// nothing more is sent: a second after the send that brought the count
+// to where what followed it and n fit.
+func (q *quantity) fitAt(now time.Time, most, n float64) time.Time {
+	if q.roomAt(now, most) >= n {
+		return now
+	}
+	t, found := q.win.log.reaching(q.count - (most - n))
+	if !found {
+		return now.Add(time.Second)
+	}
+	return t.Add(time.Second)
+}

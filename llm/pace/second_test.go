@@ -1,0 +1,61 @@
+package pace
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// secondAt is a token quantity paced at 1,000 a second that sent, at each
+// offset from t0, the units given.
+func secondAt(t0 time.Time, sends map[time.Duration]float64, order []time.Duration) *quantity {
+	q := &quantity{lim: rate.NewLimiter(1000, 1000)}
+	for _, d := range order {
+		q.count += sends[d]
+		q.win.sent(t0.Add(d), q.count)
+	}
+	return q
+}
+
+func TestInSecond(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	// 300 at 0 s, 300 at 0.2 s, 300 at 0.4 s: 900 of 1,000 in the second.
+	order := []time.Duration{0, 200 * time.Millisecond, 400 * time.Millisecond}
+	sends := map[time.Duration]float64{0: 300, 200 * time.Millisecond: 300, 400 * time.Millisecond: 300}
+	now := t0.Add(500 * time.Millisecond)
+	for _, tc := range []struct {
+		name     string
+		n, kept  float64
+		ok       bool
+		wait     time.Duration
+		refill   float64
+		noPace   bool
+		fixedWin bool
+	}{
+		{name: "fits what the second has left", n: 100, ok: true},
+		{name: "waits for the first send to leave the second", n: 350, wait: 500 * time.Millisecond},
+		{name: "two of them: for the second send", n: 650, wait: 700 * time.Millisecond},
+		{name: "bigger than a second of the pace: left to the rate.Limiter", n: 1500, ok: true},
+		// The kept request (400) fits at 1 s, when the first 300 leave,
+		// with 0 spare: a short one must not take it, though 100 is free now.
+		{name: "a short one does not take the room kept", n: 50, kept: 400, wait: 500 * time.Millisecond},
+		// Kept 200 fits at 1 s with 200 spare: 50 now does not delay it.
+		{name: "a short one takes what the kept one will not need", n: 50, kept: 200, ok: true},
+		{name: "a bucket's server: the rate.Limiter is its kind", n: 350, ok: true, refill: 1000},
+		{name: "a fixed window's server: the tracker follows it", n: 350, ok: true, fixedWin: true},
+		{name: "no pace", n: 350, ok: true, noPace: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := secondAt(t0, sends, order)
+			q.win.refill, q.win.wall = tc.refill, tc.fixedWin
+			if tc.noPace {
+				q.lim = nil
+			}
+			ok, wait := q.inSecond(now, tc.n, tc.kept)
+			if ok != tc.ok || (!ok && wait != tc.wait) {
+				t.Errorf("inSecond(%v, kept %v) = %v, %v; want %v, %v", tc.n, tc.kept, ok, wait, tc.ok, tc.wait)
+			}
+		})
+	}
+}
