@@ -160,7 +160,7 @@ func tokenLimited(s serverLimits, body []byte) (tokens, sure bool, left int) {
 		return false, true, 0
 	}
 	if !s.Tokens.Told {
-		return false, true, 0
+		return false, false, -1 // nothing to weigh it by here: the limiter weighs its size (see pace.Outcome.Unsure)
 	}
 	return false, false, s.Tokens.Remaining
 }
@@ -168,8 +168,10 @@ func tokenLimited(s serverLimits, body []byte) (tokens, sure bool, left int) {
 // settle decides a 429 that the response left open (see tokenLimited) by
 // the size of the request: one that did not fit the tokens left was
 // refused for them; one that did, for something else, taken as requests.
+// With no tokens left told, it stays open: taken as requests here, and the
+// limiter weighs the request's size against the others'.
 func (e *APIError) settle(tokens int) {
-	if e.Kind == RateLimited && !e.tokenSure {
+	if e.Kind == RateLimited && !e.tokenSure && e.tokensLeft >= 0 {
 		e.tokenLimit, e.tokenSure = tokens > e.tokensLeft, true
 	}
 }

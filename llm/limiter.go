@@ -37,7 +37,7 @@ func outcome(h http.Header, err *APIError, keyed bool, now time.Time) pace.Outco
 	o := pace.Outcome{Result: pace.Admitted, Keyed: keyed}
 	switch {
 	case err != nil && err.Kind == RateLimited:
-		o.Result, o.Tokens, o.Hint = pace.Refused, err.tokenLimit, err.RetryAfter
+		o.Result, o.Tokens, o.Unsure, o.Hint = pace.Refused, err.tokenLimit, !err.tokenSure, err.RetryAfter
 	case err != nil && err.Status == 0:
 		return pace.Outcome{Result: pace.Lost}
 	}

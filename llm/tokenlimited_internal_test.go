@@ -13,25 +13,27 @@ func TestTokenLimited(t *testing.T) {
 		body   string
 		tokens int // the request's estimate
 		want   bool
+		open   bool // left for the limiter to weigh by size
 	}{
-		{"tokens spent", map[string]string{"x-ratelimit-remaining-tokens": "0"}, "", 10, true},
+		{"tokens spent", map[string]string{"x-ratelimit-remaining-tokens": "0"}, "", 10, true, false},
 		{"tokens left but too few, body says tokens", map[string]string{"x-ratelimit-remaining-tokens": "1200"},
-			`{"error":{"message":"Rate limit reached for m on tokens per 1s: Limit 20000, Used 18800, Requested 4000.","type":"tokens","code":"rate_limit_exceeded"}}`, 4000, true},
+			`{"error":{"message":"Rate limit reached for m on tokens per 1s: Limit 20000, Used 18800, Requested 4000.","type":"tokens","code":"rate_limit_exceeded"}}`, 4000, true, false},
 		{"too few tokens left for it, no words", map[string]string{"x-ratelimit-remaining-tokens": "1200", "x-ratelimit-remaining-requests": "7"},
-			`{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, 4000, true},
+			`{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, 4000, true, false},
 		{"enough tokens left for it, no words (Azure's request slices)", map[string]string{"x-ratelimit-remaining-tokens": "1014", "x-ratelimit-remaining-requests": "7"},
-			`{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation have exceeded the limit. Please retry after 1 second."}}`, 300, false},
+			`{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation have exceeded the limit. Please retry after 1 second."}}`, 300, false, false},
 		{"Azure call rate", map[string]string{"x-ratelimit-remaining-tokens": "1014", "x-ratelimit-remaining-requests": "7"},
-			`{"error":{"code":"RateLimitReached","message":"Your requests exceeded call rate limit of your current pricing tier."}}`, 3000, false},
-		{"requests spent", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "5000"}, "", 10, false},
-		{"both spent: requests rule", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0"}, "", 10, false},
+			`{"error":{"code":"RateLimitReached","message":"Your requests exceeded call rate limit of your current pricing tier."}}`, 3000, false, false},
+		{"requests spent", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "5000"}, "", 10, false, false},
+		{"both spent: requests rule", map[string]string{"x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0"}, "", 10, false, false},
 		{"tokens left, body says requests", map[string]string{"x-ratelimit-remaining-tokens": "9000"},
-			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 500, Used 500, Requested 1."}}`, 10, false},
+			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 500, Used 500, Requested 1."}}`, 10, false, false},
 		{"no headers, OpenAI TPM message", nil,
-			`{"error":{"message":"Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29500, Requested 900."}}`, 900, true},
+			`{"error":{"message":"Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29500, Requested 900."}}`, 900, true, false},
 		{"no headers, RPM message", nil,
-			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 3, Used 3, Requested 1."}}`, 10, false},
-		{"no headers, no words", nil, `{"error":{"message":"Too many requests"}}`, 5000, false},
+			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 3, Used 3, Requested 1."}}`, 10, false, false},
+		{"no headers, no words", nil, `{"error":{"message":"Too many requests"}}`, 5000, false, true},
+		{"nginx's HTML page", nil, `<html><head><title>429 Too Many Requests</title></head></html>`, 5000, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{}
@@ -42,6 +44,9 @@ func TestTokenLimited(t *testing.T) {
 			e.settle(tc.tokens)
 			if e.Kind != RateLimited || e.tokenLimit != tc.want {
 				t.Errorf("classify: %v, token limit %v; want rate limited, token limit %v", e.Kind, e.tokenLimit, tc.want)
+			}
+			if o := outcome(h, e, false, time.Now()); o.Unsure != tc.open {
+				t.Errorf("the limiter is told unsure %v, want %v", o.Unsure, tc.open)
 			}
 		})
 	}

@@ -14,7 +14,11 @@ const (
 // An Outcome is what the caller tells of an attempt sent with a [Permit].
 type Outcome struct {
 	Result Result
-	Tokens bool          // Refused: about tokens, which holds only this request; otherwise about requests, which pauses the lane
+	Tokens bool // Refused: about tokens, which holds only this request; otherwise about requests, which pauses the lane
+	// Unsure: the refusal did not say which (an HTML page, a bare 429);
+	// the lane takes it for tokens if the request was much bigger than
+	// those it sends (see bigOne), else for requests.
+	Unsure bool
 	Hint   time.Duration // Refused: the 429's own Retry-After, never cut short; 0: none
 	// What the response's headers said of the server's windows.
 	Requests, TokenWindow Reading
@@ -105,6 +109,9 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		ln.answered(p, now, lostIt)
 		return o.Hint
 	}
+	if o.Unsure {
+		o.Tokens = ln.bigOne(p)
+	}
 	q, n := &ln.req, p.share // what it stands for, as it was counted sent
 	if o.Tokens {
 		q, n = &ln.tok, p.tokens*p.share
@@ -128,6 +135,14 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		hold = max(ln.until.Sub(now), time.Millisecond)
 	}
 	return hold
+}
+
+// bigOne reports whether p's request was much bigger (three times or
+// more) than the lane's requests are on average: refused without a word
+// of which limit, it is taken for one a token limit refused, since that
+// refuses the big ones first and a request limit any alike. ln.mu is held.
+func (ln *lane) bigOne(p *Permit) bool {
+	return ln.req.count > 0 && p.tokens >= 3*ln.tok.count/ln.req.count
 }
 
 // contradicted reports whether the answer claims a window is spent that

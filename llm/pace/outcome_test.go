@@ -36,3 +36,46 @@ func TestRefusalsOfAnEpisodeWaitOutItsHold(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusalThatDoesNotSayWhich: a 429 that does not say which limit
+// refused it is taken for tokens when its request was much bigger than
+// the lane's others (a token limit refuses the big ones first), holding
+// only that request; for requests otherwise, pausing the lane.
+func TestRefusalThatDoesNotSayWhich(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tokens     int
+		wantTokens bool
+	}{
+		{"a big one: tokens", 4000, true},
+		{"one of the usual size: requests", 120, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := New(Config{Adapt: true, Concurrency: 8})
+				for range 20 { // the lane's usual: 100 tokens
+					p, err := l.Acquire(t.Context(), "m", 100)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p.Done(Outcome{Result: Admitted})
+				}
+				p, err := l.Acquire(t.Context(), "m", tc.tokens)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond)
+				p.Done(Outcome{Result: Refused, Unsure: true})
+				ln := l.lane("m")
+				ln.mu.Lock()
+				defer ln.mu.Unlock()
+				paused := ln.until.After(ln.l.now())
+				tokPaced := ln.tok.lim != nil
+				if tokPaced != tc.wantTokens || paused == tc.wantTokens {
+					t.Errorf("token pace set %v, lane paused %v; want token pace %v, pause %v",
+						tokPaced, paused, tc.wantTokens, !tc.wantTokens)
+				}
+			})
+		})
+	}
+}
