@@ -22,10 +22,7 @@ func (e *estimator) decide(now time.Time) {
 	e.cut, e.rate = pending{}, cut.rate
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
 	if e.ep.answers < minAnswers && !locked && !e.overHeld(cut.sentRate) {
-		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
-		if e.ep.refused > e.ep.admitted {
-			e.rate = max(cut.rate/2, minRate, e.floor) // but mostly refused: far over, halve it
-		}
+		e.goOn(cut)
 		return
 	}
 	if locked {
@@ -43,18 +40,42 @@ func (e *estimator) decide(now time.Time) {
 		e.shift(now, next)
 		return
 	}
-	next, bad := e.bracket(cut)
-	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
-		// Refused all along a horizon of many spans, the server let
-		// through clearly less than was sent: that is its rate, however
-		// each epoch's burst allowance made a pace look held.
-		next, bad = cutTo*r, min(bad, r)
-	}
+	next, bad := e.bounded(now, cut)
 	if cut.sentRate <= e.good || (bad > 0 && e.good >= bad) {
 		e.good = 0 // refused at a pace once held: a burst allowance held it
 	}
 	if e.probing {
 		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
+	}
+	e.downs++
+	e.bad, e.held = bad, 0
+	e.shift(now, max(next, minRate, e.floor))
+}
+
+// goOn decides an episode whose epoch had too few answers to say
+// anything: the epoch goes on, and the next refusal decides with more;
+// but mostly refused, the pace is far over and halves. Told the limit,
+// mostly of what was sent, not only of what was answered: answers slower
+// than the window are not refusals, and one refused before any came back
+// is no reason to halve the pace the user gave.
+func (e *estimator) goOn(cut pending) {
+	e.ep.held += cut.decideAt.Sub(cut.at)
+	if e.ep.refused > e.ep.admitted && (math.IsInf(e.ceil, 1) || 2*e.ep.refused >= e.ep.sent) {
+		e.rate = max(cut.rate/2, minRate, e.floor)
+	}
+}
+
+// bounded is bracket's cut with its bounds: a long horizon refused all
+// along bounds it by what the server let through there; cut after cut
+// with much refused, it goes deeper; the first at the told limit goes a
+// tenth under it.
+func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
+	next, bad = e.bracket(cut)
+	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
+		// Refused all along a horizon of many spans, the server let
+		// through clearly less than was sent: that is its rate, however
+		// each epoch's burst allowance made a pace look held.
+		next, bad = cutTo*r, min(bad, r)
 	}
 	// Cut after cut with no step up between, with much refused: the cuts
 	// were too shallow to get under the limit; each goes deeper (a tenth,
@@ -63,9 +84,15 @@ func (e *estimator) decide(now time.Time) {
 	if e.ep.share() >= deepShare {
 		next = min(next, cut.sentRate*max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5))
 	}
-	e.downs++
-	e.bad, e.held = bad, 0
-	e.shift(now, max(next, minRate, e.floor))
+	if e.toldFirst(cut) {
+		// Refused at the pace the user gave: a window's edge or long
+		// prompts that did not fit, more likely than a wrong limit,
+		// and what was admitted is a poor measure while answers are
+		// slow or the windows held sends. The pace goes a tenth under
+		// it; refused again before a span holds, the cuts are measured.
+		next, bad = max(next, cutLeast*cut.rate), max(bad, cut.rate)
+	}
+	return next, bad
 }
 
 // bracket returns the pace after the cut and the rate to count as
@@ -103,6 +130,14 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	}
 	e.climbs = 0
 	return next, bad
+}
+
+// toldFirst reports whether cut is the first in a row at the told limit
+// (within a tenth), the pace used. Told nothing, cut after cut, or
+// refused while sending well under the pace (the told limit is wrong),
+// it is not.
+func (e *estimator) toldFirst(cut pending) bool {
+	return !math.IsInf(e.ceil, 1) && e.downs == 0 && cut.rate >= cutLeast*e.ceil && cut.sentRate >= cutLeast*cut.rate
 }
 
 // overHeld reports whether rate is over a pace held for a span (good):
