@@ -240,3 +240,22 @@ func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimatorShortEpochOverHeld: refused a quarter second after a step
+// up from a pace held, an epoch whose refused tokens outweigh what it
+// admitted (one long prompt) goes back to the pace held; it used to take
+// what a quarter second admitted, over a second, for the server's rate.
+func TestEstimatorShortEpochOverHeld(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 10000, good: 7000, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	for i := range 10 {
+		e.sent(60)
+		sent := at(time.Duration(i) * 20 * time.Millisecond)
+		e.admitted(sent.Add(50*time.Millisecond), sent, 60)
+	}
+	e.sent(3200)
+	e.refused(at(250*time.Millisecond), at(200*time.Millisecond), 3200, 0)
+	e.tick(at(time.Second))
+	if e.pace() < 6000 {
+		t.Errorf("pace = %v, want back near the pace held, 7000", e.pace())
+	}
+}

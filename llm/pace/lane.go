@@ -18,9 +18,10 @@ type lane struct {
 	mu       sync.Mutex
 	req, tok quantity
 	gate     gate
-	until    time.Time     // the shared pause: nothing is sent before
-	keeper   *turn         // the request that has waited its turn for the token window: its room is kept
-	changed  chan struct{} // closed when an answer or a release may make room
+	until    time.Time                   // the shared pause: nothing is sent before
+	keeper   *turn                       // the request that has waited its turn for the token window: its room is kept
+	changed  chan struct{}               // closed when an answer or a release may make room
+	unsure   struct{ n, tokens float64 } // refusals that did not say which limit, and their tokens (see bigOnes)
 }
 
 // quantity is one thing a server limits: the pace the estimator decides

@@ -16,8 +16,8 @@ type Outcome struct {
 	Result Result
 	Tokens bool // Refused: about tokens, which holds only this request; otherwise about requests, which pauses the lane
 	// Unsure: the refusal did not say which (an HTML page, a bare 429);
-	// the lane takes it for tokens if the request was much bigger than
-	// those it sends (see bigOne), else for requests.
+	// the lane takes it for tokens if the requests so refused have been
+	// much bigger than those it sends (see bigOnes), else for requests.
 	Unsure bool
 	Hint   time.Duration // Refused: the 429's own Retry-After, never cut short; 0: none
 	// What the response's headers said of the server's windows.
@@ -110,7 +110,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		return o.Hint
 	}
 	if o.Unsure {
-		o.Tokens = ln.bigOne(p)
+		o.Tokens = ln.bigOnes(p)
 	}
 	q, n := &ln.req, p.share // what it stands for, as it was counted sent
 	if o.Tokens {
@@ -137,12 +137,15 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	return hold
 }
 
-// bigOne reports whether p's request was much bigger (three times or
-// more) than the lane's requests are on average: refused without a word
-// of which limit, it is taken for one a token limit refused, since that
-// refuses the big ones first and a request limit any alike. ln.mu is held.
-func (ln *lane) bigOne(p *Permit) bool {
-	return ln.req.count > 0 && p.tokens >= 3*ln.tok.count/ln.req.count
+// bigOnes reports whether the requests refused without a word of which
+// limit (p's the newest) have been much bigger than those the lane sends:
+// on average twice or more. A token limit refuses the big ones first, and
+// then, its window full, small ones too; a request limit refuses any
+// alike. ln.mu is held.
+func (ln *lane) bigOnes(p *Permit) bool {
+	ln.unsure.n++
+	ln.unsure.tokens += p.tokens
+	return ln.req.count > 0 && ln.unsure.tokens/ln.unsure.n >= 2*ln.tok.count/ln.req.count
 }
 
 // contradicted reports whether the answer claims a window is spent that

@@ -38,17 +38,20 @@ func TestRefusalsOfAnEpisodeWaitOutItsHold(t *testing.T) {
 }
 
 // TestRefusalThatDoesNotSayWhich: a 429 that does not say which limit
-// refused it is taken for tokens when its request was much bigger than
-// the lane's others (a token limit refuses the big ones first), holding
-// only that request; for requests otherwise, pausing the lane.
+// refused it is taken for tokens when the requests so refused have been
+// much bigger than the lane's others (a token limit refuses the big ones
+// first, then small ones too), holding only that request; for requests
+// otherwise, pausing the lane.
 func TestRefusalThatDoesNotSayWhich(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		tokens     int
+		refused    []int // the sizes refused, in turn; the last is judged
 		wantTokens bool
 	}{
-		{"a big one: tokens", 4000, true},
-		{"one of the usual size: requests", 120, false},
+		{"a big one: tokens", []int{4000}, true},
+		{"one of the usual size: requests", []int{120}, false},
+		{"a small one after big ones: tokens", []int{4000, 4000, 100}, true},
+		{"of all sizes alike: requests", []int{60, 150, 90, 100}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -60,20 +63,28 @@ func TestRefusalThatDoesNotSayWhich(t *testing.T) {
 					}
 					p.Done(Outcome{Result: Admitted})
 				}
-				p, err := l.Acquire(t.Context(), "m", tc.tokens)
-				if err != nil {
-					t.Fatal(err)
+				var ps []*Permit
+				for _, n := range tc.refused {
+					p, err := l.Acquire(t.Context(), "m", n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ps = append(ps, p)
 				}
 				time.Sleep(100 * time.Millisecond)
-				p.Done(Outcome{Result: Refused, Unsure: true})
 				ln := l.lane("m")
+				for i, p := range ps {
+					if i == len(ps)-1 {
+						ln.mu.Lock()
+						ln.until = time.Time{} // what the others did aside: is the last one a pause?
+						ln.mu.Unlock()
+					}
+					p.Done(Outcome{Result: Refused, Unsure: true})
+				}
 				ln.mu.Lock()
 				defer ln.mu.Unlock()
-				paused := ln.until.After(ln.l.now())
-				tokPaced := ln.tok.lim != nil
-				if tokPaced != tc.wantTokens || paused == tc.wantTokens {
-					t.Errorf("token pace set %v, lane paused %v; want token pace %v, pause %v",
-						tokPaced, paused, tc.wantTokens, !tc.wantTokens)
+				if paused := ln.until.After(ln.l.now()); paused == tc.wantTokens {
+					t.Errorf("the last refusal paused the lane: %v; want it taken for tokens: %v", paused, tc.wantTokens)
 				}
 			})
 		})
