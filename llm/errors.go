@@ -144,7 +144,8 @@ func classify(status int, h http.Header, body []byte, now time.Time) *APIError {
 // request can settle it (see settle), given the tokens left, left.
 func tokenLimited(s serverLimits, body []byte) (tokens, sure bool, left int) {
 	spent := func(l limitInfo) bool { return l.Told && l.Remaining == 0 }
-	if spent(s.Requests) || spent(s.Concurrent) {
+	guessed := s.Requests.Guessed && !s.Tokens.Told // a window of no unit said, and none of tokens: it may count them
+	if spent(s.Concurrent) || (spent(s.Requests) && !guessed) {
 		return false, true, 0
 	}
 	if spent(s.Tokens) {

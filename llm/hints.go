@@ -78,6 +78,7 @@ type limitInfo struct {
 	Kind      resetKind     // what Reset means, when the style says
 	Window    time.Duration // its length (IETF w, Kong's -Minute); 0 when not told
 	From      string        // the style it was read from: "openai", "anthropic", "ietf", "kong", "ratelimit", "x-ratelimit"
+	Guessed   bool          // its unit is not said: taken for requests, the limiter weighs it (see pace.Reading)
 }
 
 // known reports whether l tells anything.

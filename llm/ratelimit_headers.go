@@ -95,12 +95,15 @@ func readIETF(h http.Header, serverNow time.Time) serverLimits {
 		l.Remaining, l.Told = parseCount(it.params["r"])
 		l.Reset, _ = parseReset(it.params["t"], serverNow)
 		if d := unitOf(p); d >= 0 {
+			l.Guessed = d == requestsDim && !unitSaid(p)
 			dims[d] = append(dims[d], clamp(l))
 		}
 	}
 	for _, p := range policies {
 		if d := unitOf(p); d >= 0 && !seen[p.value] {
-			dims[d] = append(dims[d], clamp(policyInfo(p, true)))
+			l := policyInfo(p, true)
+			l.Guessed = d == requestsDim && !unitSaid(p)
+			dims[d] = append(dims[d], clamp(l))
 		}
 	}
 	return serverLimits{Requests: binding(dims[requestsDim]), Tokens: binding(dims[tokensDim]),
@@ -147,6 +150,15 @@ func unitOf(p sfMember) int {
 		return tokensDim
 	}
 	return requestsDim
+}
+
+// unitSaid reports whether an IETF policy says what it counts: by its
+// unit, or by a name that speaks of requests or tokens ("default" does
+// not).
+func unitSaid(p sfMember) bool {
+	name := strings.ToLower(p.value)
+	return p.params["qu"] != "" || strings.Contains(name, "request") || strings.Contains(name, "token") ||
+		strings.Contains(name, "call") || name == "rpm" || name == "rpd" || name == "tpm" || name == "tpd"
 }
 
 // kongWindow is a window of Kong's rate-limiting plugin, fixed and aligned
@@ -241,6 +253,7 @@ func readDraft(h http.Header, serverNow time.Time) serverLimits {
 		}
 		req = draftInfo(d["limit"], d["remaining"], d["reset"], policies, "ratelimit", serverNow)
 	}
+	req.Guessed = req.known() // RateLimit-* says nothing of its unit
 	return serverLimits{Requests: req, Tokens: triple(h, bySizeFields, nil, "ratelimit", serverNow)}
 }
 
@@ -248,8 +261,9 @@ func readDraft(h http.Header, serverNow time.Time) serverLimits {
 // OpenRouter, Envoy's "10, 10;w=60") or else X-Rate-Limit-*. Their reset
 // is a delta or a Unix time, told apart by size (see parseReset).
 func readXRateLimit(h http.Header, serverNow time.Time) serverLimits {
-	return serverLimits{Requests: cmp.Or(triple(h, xRateLimit, nil, "x-ratelimit", serverNow),
-		triple(h, xRateLimitAlt, nil, "x-ratelimit", serverNow))}
+	req := cmp.Or(triple(h, xRateLimit, nil, "x-ratelimit", serverNow), triple(h, xRateLimitAlt, nil, "x-ratelimit", serverNow))
+	req.Guessed = req.known() // nor does X-RateLimit-*
+	return serverLimits{Requests: req}
 }
 
 // triple reads the fields f in the older draft's form (see draftInfo).

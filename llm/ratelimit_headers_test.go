@@ -49,7 +49,9 @@ func checkLimits(t *testing.T, cases []limitsCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := captured(t, tc.raw)
 			h.Set("Date", server.Format(http.TimeFormat))
-			if got := parseLimits(h, nil, server.Add(time.Hour)); got != tc.want {
+			got := parseLimits(h, nil, server.Add(time.Hour))
+			got.Requests.Guessed = false // TestGuessedUnits has it
+			if got != tc.want {
 				t.Errorf("parseLimits(%v)\n got %+v\nwant %+v", h, got, tc.want)
 			}
 		})
@@ -336,6 +338,32 @@ RateLimit: "burst";r=50;t=30, "daily";r=10;t=3600`},
 			b.ReportAllocs()
 			for b.Loop() {
 				parseLimits(h, nil, server)
+			}
+		})
+	}
+}
+
+// TestGuessedUnits: a window whose headers do not say what it counts is
+// read as requests, marked guessed, so the limiter weighs it against its
+// own counts; one whose style or unit says so is not.
+func TestGuessedUnits(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		guessed   bool
+	}{
+		{"IETF, a policy of no unit", "RateLimit-Policy: \"default\";q=100;w=1\nRateLimit: \"default\";r=5;t=1", true},
+		{"IETF, a unit of requests", "RateLimit-Policy: \"p\";q=100;w=1;qu=\"requests\"\nRateLimit: \"p\";r=5;t=1", false},
+		{"IETF, a policy named for requests", "RateLimit-Policy: \"requests\";q=100;w=1\nRateLimit: \"requests\";r=5;t=1", false},
+		{"the older draft", "RateLimit-Limit: 100\nRateLimit-Remaining: 5\nRateLimit-Reset: 1", true},
+		{"X-RateLimit-*", "X-RateLimit-Limit: 100\nX-RateLimit-Remaining: 5\nX-RateLimit-Reset: 1", true},
+		{"OpenAI's", "x-ratelimit-limit-requests: 100\nx-ratelimit-remaining-requests: 5\nx-ratelimit-reset-requests: 1s", false},
+		{"Kong's", "X-RateLimit-Limit-Second: 100\nX-RateLimit-Remaining-Second: 5", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := captured(t, tc.raw)
+			got := parseLimits(h, nil, server)
+			if !got.Requests.Told || got.Requests.Guessed != tc.guessed {
+				t.Errorf("requests %+v; want told, guessed %v", got.Requests, tc.guessed)
 			}
 		})
 	}

@@ -34,6 +34,10 @@ func TestTokenLimited(t *testing.T) {
 			`{"error":{"message":"Rate limit reached for gpt-4o on requests per min (RPM): Limit 3, Used 3, Requested 1."}}`, 10, false, false},
 		{"no headers, no words", nil, `{"error":{"message":"Too many requests"}}`, 5000, false, true},
 		{"nginx's HTML page", nil, `<html><head><title>429 Too Many Requests</title></head></html>`, 5000, false, true},
+		{"a spent window of no unit said, no words", map[string]string{"RateLimit-Policy": `"default";q=10000;w=1`, "RateLimit": `"default";r=0;t=1`},
+			`{"error":{"message":"Too many requests"}}`, 3000, false, true},
+		{"a spent window of requests said", map[string]string{"RateLimit-Policy": `"default";q=20;w=1;qu="requests"`, "RateLimit": `"default";r=0;t=1`},
+			`{"error":{"message":"Too many requests"}}`, 3000, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{}

@@ -22,6 +22,7 @@ type lane struct {
 	keeper   *turn                       // the request that has waited its turn for the token window: its room is kept
 	changed  chan struct{}               // closed when an answer or a release may make room
 	unsure   struct{ n, tokens float64 } // refusals that did not say which limit, and their tokens (see bigOnes)
+	units    unitGuess                   // what its windows of no unit said count (see weigh)
 }
 
 // quantity is one thing a server limits: the pace the estimator decides

@@ -69,6 +69,7 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	ln.gate.inFlight--
 	defer ln.wake()
 	now := ln.l.now()
+	ln.sortUnits(p, &o)
 	switch o.Result {
 	case Admitted:
 		ln.admitted(p, now)

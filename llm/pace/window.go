@@ -14,6 +14,9 @@ type Reading struct {
 	Left   int           // what is left of it, the request that got this answer counted
 	Reset  time.Duration // until all of it is back (a bucket: until it is full again), from when the request was sent
 	Window time.Duration // the window's length, when told; 0 otherwise
+	// Guessed: the headers did not say what the window counts (taken for
+	// requests); the lane weighs it against its own counts (see weigh).
+	Guessed bool
 	// Whether room comes back at a wall, as sends leave a sliding window,
 	// or as a bucket refills, the tracker tells by how resets move: header
 	// styles that speak of buckets (OpenAI's) are sent by windows too.
