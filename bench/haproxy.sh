@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# haproxy.sh: llmbatch against a second real third-party rate limiter,
+# HAProxy's stick tables (a sliding-window rate counter over one second,
+# answering 429 with HAProxy's own HTML page and, unless HINT=1, no hint), in
+# front of `llmbatch mock serve` (no limits, some latency).
+#
+#   bench/haproxy.sh                     # untold: -j 32, no --rpm, N=600, RATE=20 r/s, refused requests count
+#   COUNT=admitted bench/haproxy.sh      # only admitted requests count toward the rate
+#   HINT=1 bench/haproxy.sh              # the 429 carries Retry-After: 1
+#   MODE=told bench/haproxy.sh           # told the true limit: --rpm $CLIENT_RPM (default 1200)
+#   MODE=both bench/haproxy.sh           # untold, then told
+#   N=1200 RATE=10 J=16 LATENCY=200ms bench/haproxy.sh
+#
+# It installs Debian's package haproxy with apt-get if there is no haproxy
+# (keeping Debian's own haproxy service from starting), writes a haproxy.cfg
+# into a temporary directory, starts haproxy (logging to its stdout, a file
+# in there) and the mock on free loopback ports, and for each run prints the
+# wall time against the ideal N/RATE and the share of requests haproxy
+# refused, counted from haproxy's own log. Everything it starts is stopped by
+# its pid on exit, however it exits.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+N=${N:-600}
+RATE=${RATE:-20}
+J=${J:-32}
+LATENCY=${LATENCY:-50ms}
+CLIENT_RPM=${CLIENT_RPM:-1200}
+MODE=${MODE:-untold}
+COUNT=${COUNT:-all}
+HINT=${HINT:-}
+case $MODE in untold | told | both) ;; *) echo "MODE must be untold, told or both" >&2 && exit 2 ;; esac
+case $COUNT in all | admitted) ;; *) echo "COUNT must be all or admitted" >&2 && exit 2 ;; esac
+case $HINT in '' | 0 | 1) ;; *) echo "HINT must be 1 or unset" >&2 && exit 2 ;; esac
+work=$(mktemp -d "${TMPDIR:-/tmp}/llmbatch-haproxy.XXXXXX")
+hp=$work/haproxy
+mockpid='' haproxypid='' clientpid='' worst=0
+
+# alive PID: the process exists and is not a zombie waiting to be reaped.
+alive() {
+	local s
+	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
+	[[ -n $s && $s != Z ]]
+}
+
+# stop PID SIGNAL sends SIGNAL, waits up to 5 s, then SIGKILL, and reaps it.
+stop() {
+	kill -"$2" "$1" 2>/dev/null || return 0
+	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# stop_haproxy stops haproxy (one process: -db, no master, no workers).
+stop_haproxy() {
+	[[ -n $haproxypid ]] || return 0
+	stop "$haproxypid" TERM
+	haproxypid=
+}
+
+# cleanup runs from the EXIT trap.
+# shellcheck disable=SC2317
+cleanup() {
+	[[ -n $clientpid ]] && stop "$clientpid" INT
+	stop_haproxy
+	[[ -n $mockpid ]] && stop "$mockpid" INT
+	[[ -n ${KEEP:-} && -d $hp ]] && cp -r "$work" "$KEEP" && echo "kept logs in $KEEP" >&2
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+# find_haproxy prints haproxy's path; /usr/sbin is not on every user's PATH.
+find_haproxy() {
+	command -v haproxy 2>/dev/null || { [[ -x /usr/sbin/haproxy ]] && echo /usr/sbin/haproxy; }
+}
+
+# install_haproxy installs Debian's package haproxy unless haproxy is there.
+# A policy-rc.d answering 101 (removed again if made here) keeps the package
+# from starting Debian's haproxy service.
+install_haproxy() {
+	find_haproxy >/dev/null && return 0
+	command -v apt-get >/dev/null || { echo "no haproxy and no apt-get: install haproxy first" >&2 && exit 1; }
+	local as=() made_policy=
+	if [[ $(id -u) != 0 ]]; then
+		command -v sudo >/dev/null || { echo "no haproxy: install it (apt-get install haproxy) as root" >&2 && exit 1; }
+		as=(sudo)
+	fi
+	echo "haproxy is not installed: installing Debian's package haproxy with apt-get (non-interactive)." >&2
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' | "${as[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+		"${as[@]}" chmod +x /usr/sbin/policy-rc.d
+		made_policy=1
+	fi
+	local get=("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -q
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+	"${get[@]}" install --no-install-recommends haproxy >&2 ||
+		{ "${get[@]}" update >&2 && "${get[@]}" install --no-install-recommends haproxy >&2; } || true
+	[[ -n $made_policy ]] && "${as[@]}" rm -f /usr/sbin/policy-rc.d
+	find_haproxy >/dev/null || { echo "apt-get installed no haproxy" >&2 && exit 1; }
+}
+
+# free_port prints a loopback port nothing listens on (haproxy retries on a race).
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p" && return 0; }
+	done
+	echo "no free port found" >&2
+	exit 1
+}
+
+# answers PORT: GET /healthz through haproxy (rewritten to the mock's
+# /v1/models, outside the limit and the log) gets 200, so both answer.
+answers() (
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+	printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+	IFS= read -r -t 2 line <&3 || exit 1
+	[[ $line == HTTP/1.?' 200'* ]]
+) 2>/dev/null
+
+# limit_rules prints the frontend's rules for COUNT and HINT: the source is
+# tracked in the table, then a request over the rate is refused.
+limit_rules() {
+	local refuse='http-request deny deny_status 429'
+	[[ $HINT == 1 ]] && refuse='http-request return status 429 content-type text/plain string "Too Many Requests" hdr Retry-After 1'
+	echo "http-request track-sc0 src table limits if api"
+	if [[ $COUNT == all ]]; then
+		# Tracking counts the request, refused or not, in http_req_rate.
+		echo "$refuse if api { sc_http_req_rate(0) gt $RATE }"
+	else
+		# gpc0 counts only the requests that got past the refusal.
+		echo "$refuse if api { sc_gpc0_rate(0) ge $RATE }"
+		echo "http-request sc-inc-gpc0(0) if api"
+	fi
+}
+
+# write_conf PORT writes $hp/haproxy.cfg: the stick table's limit on /v1/,
+# then the mock. One thread, so a check and its count cannot interleave.
+write_conf() {
+	local store=http_req_rate
+	[[ $COUNT == admitted ]] && store=gpc0_rate
+	cat >"$hp/haproxy.cfg" <<EOF
+global
+	nbthread 1
+	maxconn 1024
+	log stdout format raw local0 info
+defaults
+	mode http
+	log global
+	timeout connect 5s
+	timeout client 300s
+	timeout server 300s
+	timeout http-keep-alive 60s
+frontend api
+	bind 127.0.0.1:$1
+	log-format "%Ts.%ms %ST %Ta %HP"
+	acl api path_beg /v1/
+	http-request set-log-level silent if { path /healthz }
+$(limit_rules | sed 's/^/\t/')
+	http-request set-path /v1/models if { path /healthz }
+	default_backend mock
+backend limits
+	stick-table type ip size 1k expire 10s store $store(1s)
+backend mock
+	http-reuse always
+	server mock $mockaddr
+EOF
+}
+
+# start_haproxy starts haproxy on a free port (a fresh table and log) and
+# sets haproxypid and port once it answers.
+start_haproxy() {
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		mkdir -p "$hp" && rm -f "$hp/access.log" "$hp/stderr.log"
+		write_conf "$port"
+		"$haproxy_bin" -c -q -f "$hp/haproxy.cfg" >"$hp/stderr.log" 2>&1 ||
+			{ echo "haproxy refused its config:" >&2 && cat "$hp/stderr.log" >&2 && exit 1; }
+		"$haproxy_bin" -db -f "$hp/haproxy.cfg" >"$hp/access.log" 2>>"$hp/stderr.log" &
+		haproxypid=$!
+		for _ in $(seq 100); do
+			answers "$port" && return 0
+			alive "$haproxypid" || break
+			sleep 0.05
+		done
+		grep -q 'cannot bind socket' "$hp/stderr.log" 2>/dev/null || break
+		stop_haproxy
+	done
+	echo "haproxy did not start or did not answer:" >&2
+	cat "$hp/stderr.log" >&2 2>/dev/null || true
+	exit 1
+}
+
+# run LABEL [FLAGS...] runs the items through haproxy and prints the figures.
+run() {
+	local label=$1 dir=$work/$1 code=0 t0 t1
+	shift
+	mkdir -p "$dir"
+	start_haproxy
+	t0=$(date +%s.%N)
+	"$bin" run --base-url "http://127.0.0.1:$port/v1" --model mock-1 -j "$J" "$@" --progress off \
+		-v --log-format json --report "$dir/report.json" -o "$dir/out.jsonl" "$work/in.jsonl" 2>"$dir/client.log" &
+	clientpid=$!
+	wait "$clientpid" || code=$?
+	clientpid=
+	t1=$(date +%s.%N)
+	stop_haproxy
+	cp "$hp/access.log" "$dir/access.log"
+	report "$label" "$code" "$t0" "$t1" "$dir" "$@"
+}
+
+# report LABEL CODE T0 T1 DIR [FLAGS...] prints one run's figures.
+report() {
+	local label=$1 code=$2 t0=$3 t1=$4 dir=$5 wall ideal rate total refused other done_n failed
+	shift 5
+	total=$(awk '$4 ~ /^\/v1\//' "$dir/access.log" | wc -l)
+	refused=$(awk '$4 ~ /^\/v1\// && $2 == 429' "$dir/access.log" | wc -l)
+	other=$(awk '$4 ~ /^\/v1\// && $2 != 429 && $2 != 200' "$dir/access.log" | wc -l)
+	done_n=0
+	[[ -f $dir/out.jsonl ]] && done_n=$(wc -l <"$dir/out.jsonl")
+	failed=0
+	[[ -f $dir/out.errors.jsonl ]] && failed=$(wc -l <"$dir/out.errors.jsonl")
+	wall=$(echo "$t1 - $t0" | bc -l)
+	rate=$RATE
+	[[ $label == told ]] && rate=$(echo "r = $CLIENT_RPM / 60; if (r < $RATE) r else $RATE" | bc -l)
+	ideal=$(echo "$N / $rate" | bc -l)
+	printf '%s (%s): wall %.1fs, ideal %.1fs, %.2fx ideal; exit code %d\n' \
+		"$label" "${*:-told nothing}" "$wall" "$ideal" "$(echo "$wall / $ideal" | bc -l)" "$code"
+	printf '  haproxy saw %d requests, 429s %d (%.1f%%), other non-200 %d; items done %d, failed %d of %d\n' \
+		"$total" "$refused" "$(echo "100 * $refused / ($total + ($total == 0))" | bc -l)" "$other" "$done_n" "$failed" "$N"
+	printf '  client counted %s rate-limited; its pace at the end: %s/min (the limit: %d/min)\n' \
+		"$(field rate_limited "$dir")" "$(field rpm "$dir")" "$((RATE * 60))"
+	if [[ $code != 0 ]]; then
+		worst=1
+		echo "  llmbatch failed; the end of its log:" && tail -n 3 "$dir/client.log" | sed 's/^/    /'
+	fi
+}
+
+# field NAME DIR prints the first number named NAME in DIR's --report, or "?".
+field() {
+	local v
+	v=$(grep -o "\"$1\": *[0-9]*" "$2/report.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$') || v=
+	echo "${v:-?}"
+}
+
+install_haproxy
+haproxy_bin=$(find_haproxy)
+export PATH=$PATH:/usr/local/go/bin
+(cd "$root" && go build -o "$work/llmbatch" .)
+bin=$work/llmbatch
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+
+awk -v n="$N" 'BEGIN {
+	srand(1)
+	split("the of and to in is that for it as with was on be by at this from or an are which", w, " ")
+	for (i = 1; i <= n; i++) {
+		size = 50 + int(rand() * 351)
+		s = "item " i
+		while (length(s) < size) s = s " " w[1 + int(rand() * 22)]
+		printf "{\"id\":\"n-%d\",\"prompt\":\"%s\"}\n", i, substr(s, 1, size)
+	}
+}' >"$work/in.jsonl"
+
+start_mock --latency "$LATENCY"
+mockaddr=${url#http://}
+mockaddr=${mockaddr%/v1}
+
+hint='no hint'
+[[ $HINT == 1 ]] && hint='Retry-After: 1'
+printf 'haproxy %s stick table: over %d a sliding second refused (%s count), 429 %s; mock latency %s; N=%d, -j %d\n' \
+	"$("$haproxy_bin" -v | sed -n 's/^HA-\{0,1\}Proxy version \([^ ]*\).*/\1/p')" "$RATE" \
+	"$([[ $COUNT == all ]] && echo 'refused requests' || echo 'admitted only')" "$hint" "$LATENCY" "$N" "$J"
+[[ $MODE != told ]] && run untold
+[[ $MODE != untold ]] && run told --rpm "$CLIENT_RPM"
+exit "$worst"
