@@ -14,8 +14,9 @@ import (
 //     wild (zooStyle), told and untold, windows of 1 s and 1 min, latency
 //     under (50 ms) and over (1.5 windows) the window; the concurrency cap
 //     has no window, so it runs at 1 s only, its cap sized to 20 r/s;
-//   - headers: every other style on a fixed window and a token bucket, told
-//     and untold, 1 s window, 50 ms;
+//   - headers: every other style on a fixed window, a token bucket and a
+//     sliding counter (HAProxy's stick tables count so, refusals and all,
+//     with no header or a Retry-After), told and untold, 1 s window, 50 ms;
 //   - tokens: the token bucket, sliding log, fixed window and sliding
 //     counter on a token limit with OpenAI's headers, told and untold, both
 //     windows and latencies; and the sliding log in three sparser styles;
@@ -44,7 +45,7 @@ func zooCells() []zooCell {
 		}
 	}
 	for _, style := range zooStyles {
-		for _, alg := range []string{mock.LimiterWindow, mock.LimiterBucket} {
+		for _, alg := range []string{mock.LimiterWindow, mock.LimiterBucket, mock.LimiterSlidingCounter} {
 			if style == zooStyle[alg] {
 				continue
 			}
