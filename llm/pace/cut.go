@@ -12,9 +12,11 @@ import (
 // the rate it counts as refused becomes the one the pace climbs back
 // towards. An epoch with too few answers to say anything cuts nothing and
 // goes on, unless its refusal came over a pace held (back to that) or
-// most of it was refused (halved). A server that refuses whatever the
-// pace (see noise) cuts nothing; one that admitted nothing after a cut
-// makes the holds a whole span. Cuts in a row go deeper, and a long
+// most of it was refused, two at least (halved). Each epoch is logged
+// for the noise test (see noise.odds): once refusals are shown to come
+// whatever the pace the cuts are undone, and while that is only likelier
+// than a limit the pace probes over the rates tried instead of cutting.
+// A server that admitted nothing after a cut makes the holds a whole span. Cuts in a row go deeper, and a long
 // horizon refused all along bounds them by what the server let through
 // (see longRun.rate).
 func (e *estimator) decide(now time.Time) {
@@ -23,25 +25,27 @@ func (e *estimator) decide(now time.Time) {
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
 	if e.ep.answers < minAnswers && !locked && !e.overHeld(cut.sentRate) {
 		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
-		if e.ep.refused > e.ep.admitted {
+		if e.ep.refused > e.ep.admitted && e.ep.nays >= 2 {
 			e.rate = max(cut.rate/2, minRate, e.floor) // but mostly refused: far over, halve it
 		}
 		return
 	}
 	if locked {
 		e.locked++ // the next hold is a whole span
-	} else if e.locked = 0; e.ep.held <= cut.at.Sub(e.ep.start)/2 && e.noise() {
-		// Refusals come whatever the pace: they say nothing of a
-		// limit, and each epoch ends with one, so it is judged here as
-		// a span held would be: the pace climbs if it was used. Should
-		// the share refused then rise, it is a limit after all.
-		next := e.rate
-		e.downs = 0
-		if now.Sub(e.ep.start) >= e.span && e.used(now) {
-			next = min(e.up(), e.ceil)
+	} else if e.locked = 0; e.ep.held <= cut.at.Sub(e.ep.start)/2 {
+		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
+		switch odds := e.noise.odds(); {
+		case odds >= noiseOdds:
+			// The cuts bought nothing: refusals come whatever the
+			// pace, and say nothing of a limit.
+			e.undo(now, e.noise.learn())
+			return
+		case odds >= hintOdds && min(e.noise.probe(), e.ceil) >= 1.5*cut.sentRate:
+			// Likelier noise than not: a probe well over the rates
+			// tried tells, where a cut would only starve the run.
+			e.shift(now, min(e.noise.probe(), e.ceil))
+			return
 		}
-		e.shift(now, next)
-		return
 	}
 	next, bad := e.bracket(cut)
 	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
@@ -108,23 +112,3 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 // overHeld reports whether rate is over a pace held for a span (good):
 // refused there, the rate lies between the two.
 func (e *estimator) overHeld(rate float64) bool { return e.good > 0 && e.good < rate }
-
-// noise reports whether refusals come whatever the pace: the share
-// refused has not fallen after two cuts in a row, and is not most of
-// what was sent (an epoch spent mostly held by refusals is not asked:
-// its pace is far over a limit). Such a server is not
-// limiting a rate, and cutting on would only starve the run: the pace
-// holds, and each refusal costs its own hold.
-func (e *estimator) noise() bool {
-	share := e.ep.share()
-	switch {
-	case e.noisy >= 2 && share < 1.5*e.share && share < maxNoise:
-		return true // known noise, and the climb did not raise the share: still noise
-	case e.share > 0 && share >= 0.95*e.share && share < maxNoise:
-		e.noisy++
-	default:
-		e.noisy = 0
-	}
-	e.share = share
-	return e.noisy >= 2
-}
