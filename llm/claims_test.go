@@ -104,7 +104,7 @@ func TestFalseSpentClaimCostsItsRetryAfter(t *testing.T) {
 // little time: refusals that come whatever the pace are told from a limit
 // by the shares refused at the rates tried, and the cuts they made are
 // undone. The fake time the run takes is logged (go test ./llm -run
-// TestFlakyGateway -count=100 -v: 1.7 to 3.8 s; see bench/README.md,
+// TestFlakyGateway -count=100 -v: 1.7 to 2.9 s; see bench/README.md,
 // "Known limits").
 func TestFlakyGateway(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

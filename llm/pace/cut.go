@@ -12,7 +12,7 @@ import (
 // the rate it counts as refused becomes the one the pace climbs back
 // towards. An epoch with too few answers to say anything cuts nothing and
 // goes on, unless its refusal came over a pace held (back to that) or
-// most of it was refused, two at least (halved). Each epoch is logged
+// two thirds of it were refused, two at least (halved). Each epoch is logged
 // for the noise test (see noise.odds): once refusals are shown to come
 // whatever the pace the cuts are undone, and while that is only likelier
 // than a limit the pace probes over the rates tried instead of cutting.
@@ -25,8 +25,8 @@ func (e *estimator) decide(now time.Time) {
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
 	if e.ep.answers < minAnswers && !locked && !e.overHeld(cut.sentRate) {
 		e.ep.held += cut.decideAt.Sub(cut.at) // the epoch goes on: the next refusal decides with more
-		if e.ep.refused > e.ep.admitted && e.ep.nays >= 2 {
-			e.rate = max(cut.rate/2, minRate, e.floor) // but mostly refused: far over, halve it
+		if e.ep.refused > 2*e.ep.admitted && e.ep.nays >= 2 {
+			e.rate = max(cut.rate/2, minRate, e.floor) // but mostly refused (two thirds, two at least): far over, halve it
 		}
 		return
 	}

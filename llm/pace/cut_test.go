@@ -104,6 +104,16 @@ func TestEstimatorCuts(t *testing.T) {
 			t.Errorf("pace = %v, want 10", e.pace())
 		}
 	})
+	t.Run("two refused of three, before answers enough: no halving, noise does that by chance", func(t *testing.T) {
+		e := newEstimator(10, true, t0)
+		play(&e, cat(repeat(3, 0, step{what: "send", n: 1}),
+			[]step{{what: "ok", seen: 10 * time.Millisecond, n: 1}},
+			repeat(2, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
+			[]step{{what: "tick", seen: 400 * time.Millisecond}}))
+		if e.pace() != 10 {
+			t.Errorf("pace = %v, want 10", e.pace())
+		}
+	})
 	t.Run("refused over a pace held, before answers enough: back to it", func(t *testing.T) {
 		e := estimator{ceil: inf, adapt: true, rate: 30, good: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
 		play(&e, cat(sendOK(3, 30*time.Millisecond),

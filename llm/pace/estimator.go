@@ -76,6 +76,7 @@ type epoch struct {
 	sent              float64       // units sent since start
 	admitted, refused float64       // units of those answered, admitted and refused
 	answers, nays     int           // requests answered, and of those refused
+	first             time.Time     // when the first was answered
 	held              time.Duration // held by refusals since start, in which nothing was sent
 	judged            time.Time     // when tick last judged it
 }
@@ -101,7 +102,7 @@ func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 		return
 	}
 	e.ep.admitted += n
-	e.ep.answers++
+	e.ep.answered(now)
 }
 
 // stretch makes a span at least d: a window the server named, or a round
@@ -126,7 +127,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0
 	}
 	e.ep.refused += n
-	e.ep.answers++
+	e.ep.answered(now)
 	e.ep.nays++
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
@@ -203,6 +204,14 @@ func (e *estimator) tick(now time.Time) {
 // a pace nobody reached tests nothing.
 func (e *estimator) used(now time.Time) bool {
 	return e.ep.sent >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
+}
+
+// answered counts an answer seen at now.
+func (ep *epoch) answered(now time.Time) {
+	if ep.answers == 0 {
+		ep.first = now
+	}
+	ep.answers++
 }
 
 // share is the share of the units answered in the epoch that were refused.

@@ -32,8 +32,9 @@ type noise struct {
 	top       float64 // the highest pace they tried (+Inf: none)
 }
 
-// tried is what one epoch showed: the rate sent, the rate admitted over
-// the whole epoch (holds and all), and its requests answered and refused.
+// tried is what one epoch showed: the rate sent, the rate admitted from
+// its first answer to its end (holds and all), and its requests answered
+// and refused.
 type tried struct{ rate, got, ans, nays float64 }
 
 // explains reports whether the known noise level accounts for the epoch's
@@ -75,7 +76,7 @@ func (nz *noise) record(now time.Time, rate, pace float64, ep *epoch) {
 	if ep.answers == 0 || math.IsInf(pace, 1) {
 		return
 	}
-	got := float64(ep.answers-ep.nays) / max(now.Sub(ep.start), time.Millisecond).Seconds()
+	got := float64(ep.answers-ep.nays) / max(now.Sub(ep.first), time.Millisecond).Seconds()
 	nz.log[nz.n%len(nz.log)] = tried{rate: rate, got: got, ans: float64(ep.answers), nays: float64(ep.nays)}
 	nz.n++
 }
