@@ -12,9 +12,11 @@ import (
 // the rate it counts as refused becomes the one the pace climbs back
 // towards. An epoch with too few answers to say anything cuts nothing and
 // goes on, unless its refusal came over a pace held (back to that) or
-// most of it was refused (halved). A server that refuses whatever the
-// pace (see noise) cuts nothing; one that admitted nothing after a cut
-// makes the holds a whole span. Cuts in a row go deeper, and a long
+// two thirds of it were refused, two at least (halved). Each epoch is logged
+// for the noise test (see noise.odds): once refusals are shown to come
+// whatever the pace the cuts are undone, and while that is only likelier
+// than a limit the pace probes over the rates tried instead of cutting.
+// A server that admitted nothing after a cut makes the holds a whole span. Cuts in a row go deeper, and a long
 // horizon refused all along bounds them by what the server let through
 // (see longRun.rate).
 func (e *estimator) decide(now time.Time) {
@@ -27,18 +29,20 @@ func (e *estimator) decide(now time.Time) {
 	}
 	if locked {
 		e.locked++ // the next hold is a whole span
-	} else if e.locked = 0; e.ep.held <= cut.at.Sub(e.ep.start)/2 && e.noise() {
-		// Refusals come whatever the pace: they say nothing of a
-		// limit, and each epoch ends with one, so it is judged here as
-		// a span held would be: the pace climbs if it was used. Should
-		// the share refused then rise, it is a limit after all.
-		next := e.rate
-		e.downs = 0
-		if now.Sub(e.ep.start) >= e.span && e.used(now) {
-			next = min(e.up(), e.ceil)
+	} else if e.locked = 0; e.ep.held <= cut.at.Sub(e.ep.start)/2 {
+		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
+		switch odds := e.noise.odds(); {
+		case odds >= noiseOdds:
+			// The cuts bought nothing: refusals come whatever the
+			// pace, and say nothing of a limit.
+			e.undo(now, e.noise.learn())
+			return
+		case odds >= hintOdds && min(e.noise.probe(), e.ceil) >= 1.5*cut.sentRate:
+			// Likelier noise than not: a probe well over the rates
+			// tried tells, where a cut would only starve the run.
+			e.shift(now, min(e.noise.probe(), e.ceil))
+			return
 		}
-		e.shift(now, next)
-		return
 	}
 	next, bad := e.bounded(now, cut)
 	if cut.sentRate <= e.good || (bad > 0 && e.good >= bad) {
@@ -54,13 +58,14 @@ func (e *estimator) decide(now time.Time) {
 
 // goOn decides an episode whose epoch had too few answers to say
 // anything: the epoch goes on, and the next refusal decides with more;
-// but mostly refused, the pace is far over and halves. Told the limit,
-// mostly of what was sent, not only of what was answered: answers slower
-// than the window are not refusals, and one refused before any came back
-// is no reason to halve the pace the user gave.
+// but mostly refused (two thirds, two at least), the pace is far over and
+// halves. Told the limit, mostly of what was sent, not only of what was
+// answered: answers slower than the window are not refusals, and those
+// refused before any came back are no reason to halve the pace the user
+// gave.
 func (e *estimator) goOn(cut pending) {
 	e.ep.held += cut.decideAt.Sub(cut.at)
-	if e.ep.refused > e.ep.admitted && (math.IsInf(e.ceil, 1) || 2*e.ep.refused >= e.ep.sent) {
+	if e.ep.refused > 2*e.ep.admitted && e.ep.nays >= 2 && (math.IsInf(e.ceil, 1) || 2*e.ep.refused >= e.ep.sent) {
 		e.rate = max(cut.rate/2, minRate, e.floor)
 	}
 }
@@ -146,23 +151,3 @@ func (e *estimator) toldFirst(cut pending) bool {
 // overHeld reports whether rate is over a pace held for a span (good):
 // refused there, the rate lies between the two.
 func (e *estimator) overHeld(rate float64) bool { return e.good > 0 && e.good < rate }
-
-// noise reports whether refusals come whatever the pace: the share
-// refused has not fallen after two cuts in a row, and is not most of
-// what was sent (an epoch spent mostly held by refusals is not asked:
-// its pace is far over a limit). Such a server is not
-// limiting a rate, and cutting on would only starve the run: the pace
-// holds, and each refusal costs its own hold.
-func (e *estimator) noise() bool {
-	share := e.ep.share()
-	switch {
-	case e.noisy >= 2 && share < 1.5*e.share && share < maxNoise:
-		return true // known noise, and the climb did not raise the share: still noise
-	case e.share > 0 && share >= 0.95*e.share && share < maxNoise:
-		e.noisy++
-	default:
-		e.noisy = 0
-	}
-	e.share = share
-	return e.noisy >= 2
-}

@@ -7,36 +7,6 @@ import (
 	"time"
 )
 
-// TestEstimatorNoise: against a server that refuses half the requests
-// whatever the pace, the pace stops falling once two cuts in a row have
-// not lowered the share refused.
-func TestEstimatorNoise(t *testing.T) {
-	e := newEstimator(100, true, t0)
-	now := t0
-	paces := []float64{}
-	for range 6 {
-		// An epoch of 20 requests, half of them refused.
-		for i := range 20 {
-			e.sent(1)
-			sent := now.Add(time.Duration(i) * 10 * time.Millisecond)
-			if i%2 == 0 {
-				e.admitted(sent.Add(5*time.Millisecond), sent, 1)
-			} else {
-				e.refused(sent.Add(5*time.Millisecond), sent, 1, 0)
-			}
-		}
-		now = now.Add(2 * time.Second)
-		e.tick(now)
-		paces = append(paces, e.pace())
-	}
-	for _, p := range paces[3:] {
-		if p != paces[2] {
-			t.Errorf("paces against refusals whatever the pace = %v, want them held after three cuts", paces)
-			break
-		}
-	}
-}
-
 // TestEstimatorHoldAfterLockout: once an epoch after a cut admits nothing
 // (a server that counts refused requests keeps a client that pushes on
 // locked out), the hold without a hint is a whole span.
@@ -124,6 +94,24 @@ func TestEstimatorCuts(t *testing.T) {
 			[]step{{what: "tick", seen: 400 * time.Millisecond}}))
 		if e.pace() != 5 {
 			t.Errorf("pace = %v, want 5", e.pace())
+		}
+	})
+	t.Run("one refusal alone, before answers enough: no halving, a share of one says nothing", func(t *testing.T) {
+		e := newEstimator(10, true, t0)
+		play(&e, []step{{what: "send", n: 1}, {what: "send", n: 1}, {what: "refused", seen: 20 * time.Millisecond, n: 1},
+			{what: "tick", seen: 400 * time.Millisecond}})
+		if e.pace() != 10 {
+			t.Errorf("pace = %v, want 10", e.pace())
+		}
+	})
+	t.Run("two refused of three, before answers enough: no halving, noise does that by chance", func(t *testing.T) {
+		e := newEstimator(10, true, t0)
+		play(&e, cat(repeat(3, 0, step{what: "send", n: 1}),
+			[]step{{what: "ok", seen: 10 * time.Millisecond, n: 1}},
+			repeat(2, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
+			[]step{{what: "tick", seen: 400 * time.Millisecond}}))
+		if e.pace() != 10 {
+			t.Errorf("pace = %v, want 10", e.pace())
 		}
 	})
 	t.Run("refused over a pace held, before answers enough: back to it", func(t *testing.T) {
@@ -215,9 +203,9 @@ func TestEstimatorToldFirstCut(t *testing.T) {
 	}
 }
 
-// TestEstimatorToldNotHalvedBeforeAnswers: told the limit, a refusal that
-// comes before any answer (answers slower than the window) does not halve
-// the pace, as a refusal of most of what was sent would.
+// TestEstimatorToldNotHalvedBeforeAnswers: told the limit, refusals that
+// come before any answer (answers slower than the window) do not halve
+// the pace, as refusals of most of what was sent would.
 func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -232,6 +220,7 @@ func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
 			for range 50 {
 				e.sent(1) // 50 sent, none answered yet
 			}
+			e.refused(at(5*time.Second), at(4*time.Second), 1, 0)
 			e.refused(at(5*time.Second), at(4*time.Second), 1, 0)
 			e.tick(at(6 * time.Second))
 			if e.pace() != tc.want {

@@ -22,7 +22,7 @@ const (
 	minRate        = 1.0 / 60 // a unit a minute
 	minAnswers     = 8        // answers in an epoch that make its admitted share a measure
 	minLocked      = 3        // refusals, with nothing admitted, that show a lockout
-	maxNoise       = 0.6      // a share refused this high is a limit, however it falls
+	maxNoise       = 0.3      // a share refused this high is a limit, however it falls
 	deepShare      = 0.2      // a share refused this high in cuts in a row: each cut deeper
 	sustainedShare = 0.8      // refused all along, admitting less than this share of the rate sent: the long run is the measure
 )
@@ -58,8 +58,7 @@ type estimator struct {
 	probing  bool          // the pace is a probe at bad
 	downs    int           // cuts in a row with no step up between: each cuts deeper
 	cut      pending       // a refusal episode's cut, to decide when its hold is over
-	share    float64       // the share of units refused in the epoch of the last cut
-	noisy    int           // cuts in a row after which the share refused did not fall
+	noise    noise         // refusals that come whatever the pace, if shown
 	climbs   int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
 	long     longRun       // what was admitted and refused over the last minute or so
 	ep       epoch
@@ -76,7 +75,8 @@ type epoch struct {
 	start             time.Time
 	sent              float64       // units sent since start
 	admitted, refused float64       // units of those answered, admitted and refused
-	answers           int           // requests answered
+	answers, nays     int           // requests answered, and of those refused
+	first             time.Time     // when the first was answered
 	held              time.Duration // held by refusals since start, in which nothing was sent
 	judged            time.Time     // when tick last judged it
 }
@@ -102,7 +102,7 @@ func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 		return
 	}
 	e.ep.admitted += n
-	e.ep.answers++
+	e.ep.answered(now)
 }
 
 // stretch makes a span at least d: a window the server named, or a round
@@ -127,9 +127,13 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0
 	}
 	e.ep.refused += n
-	e.ep.answers++
+	e.ep.answered(now)
+	e.ep.nays++
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
+	}
+	if e.noise.explains(&e.ep) {
+		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
 	hold = 250 * time.Millisecond
 	if e.locked > 0 {
@@ -171,7 +175,13 @@ func (e *estimator) tick(now time.Time) {
 		}
 		return
 	}
-	if !e.adapt || now.Sub(e.ep.judged) < e.span || now.Sub(e.ep.start) < e.span || math.IsInf(e.rate, 1) {
+	if !e.adapt || now.Sub(e.ep.judged) < e.span || now.Sub(e.ep.start) < e.span {
+		return
+	}
+	if math.IsInf(e.rate, 1) {
+		if e.noise.level > 0 {
+			e.shift(now, e.rate) // no pace, but noise to measure: over recent answers
+		}
 		return
 	}
 	e.ep.judged = now
@@ -180,6 +190,11 @@ func (e *estimator) tick(now time.Time) {
 	}
 	e.downs = 0
 	if next := min(e.up(), e.ceil); next != e.rate {
+		e.noise.record(now, e.sentRate(now), e.rate, &e.ep)
+		if e.noise.odds() >= noiseOdds {
+			e.undo(now, e.noise.learn()) // refusals that noise explains cut the pace: back to where they found it
+			return
+		}
 		e.probing = next == e.bad
 		e.shift(now, next)
 	}
@@ -189,6 +204,14 @@ func (e *estimator) tick(now time.Time) {
 // a pace nobody reached tests nothing.
 func (e *estimator) used(now time.Time) bool {
 	return e.ep.sent >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
+}
+
+// answered counts an answer seen at now.
+func (ep *epoch) answered(now time.Time) {
+	if ep.answers == 0 {
+		ep.first = now
+	}
+	ep.answers++
 }
 
 // share is the share of the units answered in the epoch that were refused.
@@ -231,6 +254,7 @@ func (e *estimator) step() float64 {
 
 // shift starts a new epoch at pace rate from start.
 func (e *estimator) shift(start time.Time, rate float64) {
+	e.noise.fold(&e.ep)
 	e.rate = rate
 	e.ep = epoch{start: start, judged: start}
 }
