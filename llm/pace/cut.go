@@ -66,6 +66,15 @@ func (e *estimator) decide(now time.Time) {
 func (e *estimator) goOn(cut pending) {
 	e.ep.held += cut.decideAt.Sub(cut.at)
 	if e.ep.refused > 2*e.ep.admitted && e.ep.nays >= 2 && (math.IsInf(e.ceil, 1) || 2*e.ep.refused >= e.ep.sent) {
+		if e.good == 0 && e.bad == 0 && !math.IsInf(cut.rate, 1) && !e.drained {
+			// Mostly refused at the first pace, nothing yet known of the
+			// rate: the opening burst may still count against it, at a
+			// server that counts what it refuses. Once, the next refusal
+			// holds a whole span instead of the pace halving.
+			e.drain, e.drained = true, true
+			e.shift(cut.decideAt, cut.rate) // and what follows is judged afresh
+			return
+		}
 		e.rate = max(cut.rate/2, minRate, e.floor)
 	}
 }
@@ -126,9 +135,9 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 		// a pace held (a long prompt or two refused outweigh in tokens
 		// what a fraction of a second admitted): the search goes on
 		// between the two.
-		okRate, measured = e.ep.admitted/max(cut.at.Sub(e.ep.start), minSpan).Seconds(), true
+		okRate, measured = e.ep.admitted/max(cut.at.Sub(e.ep.start)-e.rtt, minSpan).Seconds(), true
 	case enough && elapsed >= e.span:
-		okRate, measured = e.ep.admitted/elapsed.Seconds(), true
+		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true
 	case e.overHeld(cut.sentRate):
 		next = min(max(e.good, cutDeep*cut.sentRate), next)
 	}

@@ -88,6 +88,7 @@ func TestEstimatorCuts(t *testing.T) {
 	})
 	t.Run("mostly refused before answers enough: halved", func(t *testing.T) {
 		e := newEstimator(10, true, t0)
+		e.drained = true // the opening's drain is TestEstimatorOpeningDrains'
 		play(&e, cat(repeat(4, 0, step{what: "send", n: 1}),
 			[]step{{what: "ok", seen: 10 * time.Millisecond, n: 1}},
 			repeat(3, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
@@ -216,7 +217,7 @@ func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
 		{"told nothing: halved", math.Inf(1), 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := estimator{ceil: tc.ceil, adapt: true, rate: 10, span: time.Minute, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+			e := estimator{ceil: tc.ceil, adapt: true, rate: 10, span: time.Minute, patience: firstPatience, drained: true, ep: epoch{start: t0, judged: t0}}
 			for range 50 {
 				e.sent(1) // 50 sent, none answered yet
 			}
@@ -246,5 +247,37 @@ func TestEstimatorShortEpochOverHeld(t *testing.T) {
 	e.tick(at(time.Second))
 	if e.pace() < 6000 {
 		t.Errorf("pace = %v, want back near the pace held, 7000", e.pace())
+	}
+}
+
+// TestEstimatorOpeningDrains: mostly refused at the first pace, nothing
+// yet known of the rate, the pace does not halve: the next refusal holds
+// a whole span (a server that counts what it refuses still holds the
+// opening burst against the client) and what follows is judged afresh.
+// Only once: mostly refused again, it halves.
+func TestEstimatorOpeningDrains(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 20, span: 2 * time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	mostlyRefused := func(from time.Duration) {
+		for range 4 {
+			e.sent(1)
+		}
+		e.admitted(at(from+10*time.Millisecond), at(from), 1)
+		for range 3 {
+			e.refused(at(from+20*time.Millisecond), at(from), 1, 0)
+		}
+		e.tick(at(from + 400*time.Millisecond))
+	}
+	mostlyRefused(0)
+	if e.pace() != 20 {
+		t.Fatalf("pace after the opening's refusals = %v, want 20, not halved", e.pace())
+	}
+	e.sent(1)
+	if hold := e.refused(at(600*time.Millisecond), at(500*time.Millisecond), 1, 0); hold != 2*time.Second {
+		t.Errorf("the next refusal holds %v, want the span, 2s", hold)
+	}
+	e.tick(at(2700 * time.Millisecond))
+	mostlyRefused(3 * time.Second)
+	if e.pace() >= 20 {
+		t.Errorf("mostly refused again: pace %v, want it halved", e.pace())
 	}
 }

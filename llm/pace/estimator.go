@@ -53,6 +53,9 @@ type estimator struct {
 	bad      float64       // the rate sent at when last refused; 0: none known
 	span     time.Duration // how long a pace is tried: the longest window or round trip seen
 	locked   int           // cuts in a row of epochs that admitted nothing
+	rtt      time.Duration // the round trip of the newest answer admitted
+	drain    bool          // the next refusal holds a whole span (see goOn)
+	drained  bool          // it has, once
 	held     int           // spans held at a settled pace
 	patience int           // spans to hold a settled pace before a probe
 	probing  bool          // the pace is a probe at bad
@@ -97,6 +100,7 @@ func (e *estimator) sent(n float64) {
 // answer but a refusal), observed at now, and how long they took.
 func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 	e.stretch(now.Sub(sentAt) * 2)
+	e.rtt = now.Sub(sentAt)
 	e.long.got.add(now, n)
 	if sentAt.Before(e.ep.start) {
 		return
@@ -136,8 +140,8 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
 	hold = 250 * time.Millisecond
-	if e.locked > 0 {
-		hold = e.span
+	if e.locked > 0 || e.drain {
+		hold, e.drain = e.span, false // locked out, or draining (see goOn): a whole span
 	}
 	if hint > 0 {
 		hold = hint

@@ -86,15 +86,17 @@ func TestEstimator(t *testing.T) {
 				[]step{{what: "send", n: 32}},
 				repeat(5, 0, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
 				repeat(27, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
-				[]step{{what: "tick", seen: 300 * time.Millisecond}}), 8},
+				// The first refusal of all holds a whole span: decided at 1.02 s.
+				[]step{{what: "tick", seen: 1100 * time.Millisecond}}), 8},
 		{"the cut is to a little under what got through over the epoch",
 			newEstimator(97, true, t0), cat(
 				[]step{{what: "send", n: 40}},
 				repeat(20, 10*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
 				[]step{{what: "refused", send: 1200 * time.Millisecond, seen: 1210 * time.Millisecond, n: 1}},
-				// 40 sent and 20 admitted in 1.21 s: 0.95 * 20/1.21
+				// 40 sent and 20 admitted of those sent by 1.19 s (the
+				// refusal, less the 20 ms round trip): 0.95 * 20/1.19
 				// (more than a quarter of the 33/s sent).
-				[]step{{what: "tick", seen: 1500 * time.Millisecond}}), cutTo * 20 / 1.21},
+				[]step{{what: "tick", seen: 1500 * time.Millisecond}}), cutTo * 20 / 1.19},
 		{"a refusal soon after a step up: back to the pace held, the search goes on between",
 			estimator{ceil: inf, adapt: true, rate: 30, good: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}, cat(
 				repeat(10, 30*time.Millisecond, step{what: "send", n: 1}),
@@ -106,9 +108,9 @@ func TestEstimator(t *testing.T) {
 				[]step{{what: "send", n: 12}},
 				repeat(8, 0, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
 				repeat(4, 0, step{what: "refused", seen: 20 * time.Millisecond, n: 1}),
-				[]step{{what: "tick", seen: 300 * time.Millisecond}},
+				[]step{{what: "tick", seen: 1100 * time.Millisecond}}, // a whole span's hold, then decided
 				sendOK(20, 100*time.Millisecond),
-				[]step{{what: "tick", seen: 1300 * time.Millisecond}}), 8 * 1.4},
+				[]step{{what: "tick", seen: 2100 * time.Millisecond}}), 8 * 1.4},
 		{"a refusal of a request sent before the epoch is old news",
 			estimator{ceil: inf, adapt: true, rate: 10, span: time.Second, patience: firstPatience, ep: epoch{start: at(time.Second)}},
 			[]step{{what: "refused", send: 900 * time.Millisecond, seen: 1100 * time.Millisecond, n: 1}}, 10},
