@@ -119,15 +119,20 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	}
 	var hold time.Duration
 	capped := ln.capped(p, now, o)
-	if !capped {
-		hold = q.est.refused(now, p.sent, n, o.Hint)
+	hint := o.Hint
+	if coarse(hint) && q.est.good > 0 {
+		hint = 0 // see coarse
 	}
+	if !capped {
+		hold = q.est.refused(now, p.sent, n, hint)
+	}
+	pause := max(hold, hint)
 	hold = max(hold, o.Hint)
 	switch {
 	case capped:
 		hold = max(hold, time.Millisecond) // it waits for its hint, or a slot; the caller pauses no one
 	case !o.Tokens:
-		ln.pause(hold)
+		ln.pause(pause)
 	}
 	if hold == 0 && ln.l.cfg.Adapt {
 		// Old news: the lane has cut for it already. The request goes
@@ -196,3 +201,13 @@ func (h *history) sum(now time.Time, period time.Duration) float64 {
 	}
 	return total
 }
+
+// coarse reports whether a 429's hint is the least a hint in whole
+// seconds can say, one second: it says when that request may go again (and
+// it waits so long), but of a limit of many a second, little of when the
+// others may: a bucket, a GCRA or a sliding window has room again in a
+// fraction of it, and a second's pause of the whole lane is a second of
+// sending lost to each refusal. Once a pace has held, the lane pauses for
+// the estimator's own hold instead, its pace cut; a fixed window still
+// spent refuses the next request with a hint of its own.
+func coarse(hint time.Duration) bool { return hint == time.Second }

@@ -90,3 +90,50 @@ func TestRefusalThatDoesNotSayWhich(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeSecondHint: a request-429 saying Retry-After: 1 makes its own
+// request wait the whole second, never less; once a pace has held, the
+// others wait only the estimator's hold (a second's pause of the whole
+// lane per refusal costs a second of sending where a bucket or a sliding
+// window has room again much sooner); before, the whole second.
+func TestWholeSecondHint(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		held      bool // a pace has held
+		hint      time.Duration
+		wantPause time.Duration
+	}{
+		{"a pace held, a whole second", true, time.Second, 250 * time.Millisecond},
+		{"no pace held yet", false, time.Second, time.Second},
+		{"a pace held, a finer hint", true, 700 * time.Millisecond, 700 * time.Millisecond},
+		{"a pace held, several seconds", true, 3 * time.Second, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := New(Config{Adapt: true, Concurrency: 8})
+				ln := l.lane("m")
+				if tc.held {
+					ln.mu.Lock()
+					ln.req.est.rate, ln.req.est.good = 20, 20
+					ln.logged("rpm", &ln.req, ln.l.now(), 1)
+					ln.mu.Unlock()
+				}
+				p, err := l.Acquire(t.Context(), "m", 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+				wait := p.Done(Outcome{Result: Refused, Hint: tc.hint})
+				if wait < tc.hint {
+					t.Errorf("the refused request waits %v, want its hint %v at least", wait, tc.hint)
+				}
+				ln.mu.Lock()
+				pause := ln.until.Sub(ln.l.now())
+				ln.mu.Unlock()
+				if pause != tc.wantPause {
+					t.Errorf("the lane is paused %v, want %v", pause, tc.wantPause)
+				}
+			})
+		})
+	}
+}

@@ -48,7 +48,8 @@ func TestHoldCapsAcrossClients(t *testing.T) {
 // any more (its process killed) lapses, so the slot comes back.
 func TestHoldRenewsAndLapses(t *testing.T) {
 	srv := redistest.Start(t)
-	a := NewClient(open(t, srv, "a"), "u", testKey, nil)
+	storeA := open(t, srv, "a")
+	a := NewClient(storeA, "u", testKey, nil)
 	b := NewClient(open(t, srv, "b"), "u", testKey, nil)
 	for _, c := range []*Client{a, b} {
 		c.CapInFlight(1)
@@ -60,10 +61,10 @@ func TestHoldRenewsAndLapses(t *testing.T) {
 	if got := b.hold(ctx, "m"); got != nil {
 		t.Fatal("a second process got the only slot while the first held it, renewed")
 	}
-	// The first process dies: its renewals stop, its lease lapses.
-	a.slots.mu.Lock()
-	a.slots.renew.Stop()
-	a.slots.mu.Unlock()
+	// The first process dies: nothing of it reaches Redis any more (its
+	// connection closed; stopping its renewal timer raced with a renewal
+	// under way, which armed it again), and its lease lapses.
+	storeA.Close()
 	time.Sleep(500 * time.Millisecond)
 	got := b.hold(ctx, "m")
 	if got == nil {
