@@ -19,6 +19,9 @@ type Sharer interface {
 	// requests and tps tokens a second (+Inf: none) across the processes.
 	// It returns only ctx's error.
 	Take(ctx context.Context, model string, rps, tps float64, n int) error
+	// Settle tells model's token budget that a request which took taken
+	// tokens of it used used: the rest is given back, the excess taken.
+	Settle(ctx context.Context, model string, taken, used int)
 	// Pause holds model's requests in every process for d from now.
 	Pause(ctx context.Context, model string, d time.Duration)
 	// Paused returns how long model's requests are still held; 0: not.
@@ -102,6 +105,24 @@ func (ln *lane) takeShared(ctx context.Context, n int) error {
 	rps, tps := ln.req.est.pace(), ln.tok.est.pace()
 	ln.mu.Unlock()
 	return s.Take(ctx, ln.model, rps, tps, n)
+}
+
+// settle tells the key's token budget what p's request used, once its
+// outcome o is known: one refused used nothing, and all it took is given
+// back; one admitted used what the server counted (o.Used), the rest given
+// back or the excess taken; one lost (it may have been counted) or
+// admitted with no count keeps what it took.
+func (ln *lane) settle(p *Permit, o Outcome) {
+	s := ln.l.cfg.Shared
+	if s == nil || o.Result == Lost || o.Result == Admitted && o.Used <= 0 {
+		return
+	}
+	used := o.Used
+	if o.Result == Refused {
+		used = 0
+	}
+	// No ctx: Done has none. The store's own timeout bounds the call.
+	s.Settle(context.Background(), ln.model, int(p.tokens), used)
 }
 
 // adopt makes r, the key's pace that another process's estimator sets,

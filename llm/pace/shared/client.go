@@ -61,6 +61,7 @@ type laneState struct {
 	own       [2]float64 // this process's paces a second, as the latest Take was given them
 	key       Learned    // the key's pace, as last read or published
 	mine      [2]float64 // the paces per minute this process last published or adopted
+	drawn     float64    // the token pace a second of the latest draw from Redis, for Settle
 }
 
 // NewClient returns a Client drawing from s for the lanes of baseURL and
@@ -154,6 +155,7 @@ func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration
 	if err == nil {
 		c.mu.Lock()
 		r, t, own, publish := ls.paceFor()
+		ls.drawn = t
 		c.mu.Unlock()
 		if publish {
 			err = c.publish(ctx, ls, own)
@@ -203,22 +205,6 @@ func (ls *laneState) localWait(now time.Time, rps float64) time.Duration {
 		ls.local, ls.localRPS = rate.NewLimiter(rate.Limit(share), 1), share
 	}
 	return ls.local.ReserveN(now, 1).DelayFrom(now)
-}
-
-// Settle gives back to model's token budget what a request took but did
-// not use (taken less used, when positive).
-func (c *Client) Settle(ctx context.Context, model string, tps float64, unused int) {
-	c.mu.Lock()
-	ok := c.up(c.now())
-	ls := c.lane(model)
-	c.mu.Unlock()
-	if ok && unused > 0 {
-		if err := c.s.Give(ctx, ls.name, Tokens, perMinute(tps), unused); err != nil {
-			c.mu.Lock()
-			c.failed(c.now(), err)
-			c.mu.Unlock()
-		}
-	}
 }
 
 // Pause holds every process's requests of model for d from now (a
