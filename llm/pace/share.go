@@ -56,11 +56,16 @@ func (ln *lane) sharedPause(ctx context.Context) time.Duration {
 }
 
 // heldElsewhere makes a pause of d from now, which another process's
-// refusal set, the lane's own, and counts the time it holds the lane
-// beyond the lane's own pause as held in its estimators' epochs: nothing
-// can be sent then, and a rate measured over it would be measured low (the
-// cut after the next refusal would go too deep). A pause within the
-// lane's own, and one read again, add nothing. ln.mu is not held.
+// refusal set, the lane's own. In the process that leads the lane, whose
+// estimator learns the key's pace, the refusal is the key's, and its
+// request estimator takes it as one of its own (standing for share, as
+// they do): seeing only its own, it would keep a pace over the limit for
+// as long as the refusals fell on the others' requests. Otherwise the time
+// it holds the lane beyond the lane's own pause is counted as held in the
+// estimators' epochs: nothing can be sent then, and a rate measured over
+// it would be measured low (the cut after the next refusal would go too
+// deep). A pause within the lane's own, and one read again, add nothing.
+// ln.mu is not held.
 func (ln *lane) heldElsewhere(d time.Duration) {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
@@ -70,8 +75,12 @@ func (ln *lane) heldElsewhere(d time.Duration) {
 		return
 	}
 	ln.pause(d)
+	_, _, follows := ln.l.cfg.Shared.Pace(ln.model)
 	for _, q := range []*quantity{&ln.req, &ln.tok} {
-		if q.est.cut.decideAt.IsZero() { // a cut being decided looks no further than its refusal
+		switch {
+		case q == &ln.req && !follows:
+			q.est.refused(now, now, ln.share(), d)
+		case q.est.cut.decideAt.IsZero(): // a cut being decided looks no further than its refusal
 			q.est.ep.held += extra
 		}
 	}

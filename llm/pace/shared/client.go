@@ -152,17 +152,12 @@ func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration
 	if beat {
 		err = c.join(ctx, ls, now)
 	}
+	var wait time.Duration
 	if err == nil {
-		c.mu.Lock()
-		r, t, own, publish := ls.paceFor()
-		ls.drawn = t
-		c.mu.Unlock()
-		if publish {
-			err = c.publish(ctx, ls, own)
-		}
-		if err == nil {
-			d, err = c.draw(ctx, ls.name, r, t, n)
-		}
+		wait, err = c.awaitLeader(ctx, ls)
+	}
+	if err == nil && wait <= 0 {
+		d, err = c.drawFor(ctx, ls, n)
 	}
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
@@ -175,7 +170,26 @@ func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration
 		return ls.localWait(now, ls.own[0]), true, nil
 	}
 	c.worked()
+	if wait > 0 {
+		return wait, false, nil
+	}
 	return d, d <= 0, nil
+}
+
+// drawFor draws one request and n tokens of ls's lane at the paces
+// paceFor says, publishing this process's first if it leads and they
+// changed.
+func (c *Client) drawFor(ctx context.Context, ls *laneState, n int) (time.Duration, error) {
+	c.mu.Lock()
+	r, t, own, publish := ls.paceFor()
+	ls.drawn = t
+	c.mu.Unlock()
+	if publish {
+		if err := c.publish(ctx, ls, own); err != nil {
+			return 0, err
+		}
+	}
+	return c.draw(ctx, ls.name, r, t, n)
 }
 
 // draw takes one request and n tokens from the shared budgets. A request
@@ -260,11 +274,17 @@ func (c *Client) Paused(ctx context.Context, model string) time.Duration {
 	return max(ls.paused.Sub(now), 0)
 }
 
-// Live returns how many processes share model's lane, as last counted.
+// Live returns how many processes send in model's lane, as last counted:
+// 1 while this one leads a young lane whose pace is not known yet, since
+// the others wait for its first (see awaitLeader).
 func (c *Client) Live(model string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lane(model).live
+	ls := c.lane(model)
+	if ls.leads && ls.key.Ver == 0 && c.now().Sub(ls.born) < young {
+		return 1
+	}
+	return ls.live
 }
 
 func perMinute(perSecond float64) float64 {
