@@ -58,8 +58,8 @@ func (ln *lane) sharedPause(ctx context.Context) time.Duration {
 // heldElsewhere makes a pause of d from now, which another process's
 // refusal set, the lane's own. In the process that leads the lane, whose
 // estimator learns the key's pace, the refusal is the key's, and its
-// request estimator takes it as one of its own (standing for share, as
-// they do): seeing only its own, it would keep a pace over the limit for
+// request estimator takes it as it would its own (as one request of the
+// key's, where each of its own stands for share): seeing only its own, it would keep a pace over the limit for
 // as long as the refusals fell on the others' requests. Otherwise the time
 // it holds the lane beyond the lane's own pause is counted as held in the
 // estimators' epochs: nothing can be sent then, and a rate measured over
@@ -79,7 +79,7 @@ func (ln *lane) heldElsewhere(d time.Duration) {
 	for _, q := range []*quantity{&ln.req, &ln.tok} {
 		switch {
 		case q == &ln.req && !follows:
-			q.est.refused(now, now, ln.share(), d)
+			q.est.refused(now, now, 1, d) // one of the key's, not of its own that stand for share
 		case q.est.cut.decideAt.IsZero(): // a cut being decided looks no further than its refusal
 			q.est.ep.held += extra
 		}

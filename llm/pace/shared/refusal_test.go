@@ -30,7 +30,7 @@ func TestLeaderLearnsFromFollowersRefusals(t *testing.T) {
 	}
 	before, _ := lead.Effective("m")
 	fp.Done(pace.Outcome{Result: pace.Refused, Hint: time.Second}) // the follower's refusal: the key pauses
-	time.Sleep(150 * time.Millisecond)                              // the leader reads the pause afresh
+	time.Sleep(150 * time.Millisecond)                             // the leader reads the pause afresh
 	start := time.Now()
 	sent := make(chan time.Duration, 1)
 	go func() {
