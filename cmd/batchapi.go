@@ -81,6 +81,11 @@ func runBatchAPI(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slo
 	if err != nil {
 		return err
 	}
+	closeShared, err := shareLimits(ctx, opts, rc, log) // for the requests sent online
+	if err != nil {
+		return err
+	}
+	defer closeShared()
 	lim := llm.NewLimiterConfig(rc.limiter)
 	rc.llm.Limiter = lim
 	client, err := llm.New(rc.llm)
@@ -95,6 +100,7 @@ func runBatchAPI(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slo
 	if sum != nil && !opts.Quiet {
 		printSummary(opts.IO.ErrOut, &sum.Summary, cs)
 		printShardSummary(opts.IO.ErrOut, sum)
+		printShared(opts)
 	}
 	if err == nil && !sum.Complete() {
 		err = errSomeFailed

@@ -16,7 +16,6 @@ import (
 
 	"github.com/llmbatch/llmbatch/batch"
 	"github.com/llmbatch/llmbatch/llm"
-	"github.com/llmbatch/llmbatch/llm/pace/shared"
 )
 
 // RunOptions is everything `llmbatch run` needs; flags fill it in, tests
@@ -250,9 +249,7 @@ func runBatch(ctx context.Context, opts *RunOptions, rc *runConfigs, log *slog.L
 	cs := client.Stats()
 	if sum != nil && !opts.Quiet {
 		printSummary(opts.IO.ErrOut, sum, cs)
-		if opts.Redis != "" {
-			fmt.Fprintf(opts.IO.ErrOut, "limits shared through %s with the other processes using the key%s\n", shared.MaskURL(opts.Redis), sharedCap(opts))
-		}
+		printShared(opts)
 	}
 	if err == nil && !sum.Complete() {
 		err = errSomeFailed

@@ -46,3 +46,11 @@ func sharedCap(opts *RunOptions) string {
 	}
 	return fmt.Sprintf("; %d requests in flight at most among them (--shared-concurrency)", opts.SharedConc)
 }
+
+// printShared adds to the summary that the limits were shared, with
+// --redis.
+func printShared(opts *RunOptions) {
+	if opts.Redis != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "limits shared through %s with the other processes using the key%s\n", shared.MaskURL(opts.Redis), sharedCap(opts))
+	}
+}

@@ -238,3 +238,32 @@ func sampleInFlight(srv *server) (stop func() int64) {
 	})
 	return func() int64 { close(done); wg.Wait(); return most }
 }
+
+// TestBatchAPISharesLimits: --redis applies with --batch-api too, whose
+// requests sent online share the key's limits: a URL that cannot be used
+// is refused (exit 2) before anything is uploaded, and with one that can,
+// the run completes and its summary says the limits were shared.
+func TestBatchAPISharesLimits(t *testing.T) {
+	binary(t)
+	rs := redistest.Start(t)
+	srv := newAPIServer(t, mock.BatchConfig{Delay: 50 * time.Millisecond})
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	prompts := writeInput(t, in, 5)
+	env := childEnv("LLMBATCH_API_KEY=" + sharedKey)
+	p := start(t, dir, env, nil, batchArgs(srv.URL+"/v1", out, in, "--redis", "redis://127.0.0.1:1/0")...)
+	if code := p.wait(t, 30*time.Second); code != 2 {
+		t.Errorf("--batch-api with a --redis nobody answers: exit %d, want 2\n%s", code, p.stderr.String())
+	}
+	if st := srv.h.BatchStats(); st.Batches != 0 {
+		t.Errorf("BatchStats %+v after a refused --redis, want no batch", st)
+	}
+	p = start(t, dir, env, nil, batchArgs(srv.URL+"/v1", out, in, "--redis", rs.URL(""))...)
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("--batch-api with --redis: exit %d\n%s", code, p.stderr.String())
+	}
+	checkComplete(t, out, prompts)
+	if !strings.Contains(p.stderr.String(), "limits shared through redis://") {
+		t.Errorf("the summary does not say the limits were shared:\n%s", p.stderr.String())
+	}
+}

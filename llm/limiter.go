@@ -48,6 +48,20 @@ func outcome(h http.Header, err *APIError, keyed bool, now time.Time) pace.Outco
 	return o
 }
 
+// usedTokens returns the tokens the server counted for resp (its usage:
+// total_tokens, else prompt_tokens plus completion_tokens); 0 when it did
+// not say. The shared token budget is settled by it.
+func usedTokens(resp *Response) int {
+	u := resp.Chat.Usage
+	switch {
+	case u == nil:
+		return 0
+	case u.TotalTokens > 0:
+		return u.TotalTokens
+	}
+	return max(u.PromptTokens+u.CompletionTokens, 0)
+}
+
 // reading turns what a response said of one window, in any header style
 // parseLimits reads, into the limiter's terms. Its reset is counted from
 // when the request was sent: servers work their headers out when they

@@ -152,7 +152,9 @@ func (c *Client) report(p *pace.Permit, resp *Response, err error, keyed bool) t
 	case err == nil:
 		c.health.record(true)
 		c.health.succeeded()
-		return p.Done(outcome(resp.Header, nil, keyed, time.Now()))
+		o := outcome(resp.Header, nil, keyed, time.Now())
+		o.Used = usedTokens(resp)
+		return p.Done(o)
 	case errors.As(err, &ae):
 		if ae.Kind == RateLimited {
 			c.stats.limited.Add(1)

@@ -25,6 +25,9 @@ type Outcome struct {
 	// Keyed: the attempt used one of several API keys, so its refusal and
 	// windows speak of that key only; the caller rests the key instead.
 	Keyed bool
+	// Used: Admitted, the tokens the server counted (its usage); 0: not
+	// told. The key's shared token budget is settled by it (see Sharer).
+	Used int
 }
 
 // A Permit is one request's place in its lane, from Acquire to Done (or
@@ -65,6 +68,7 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 			p.free()
 		}
 		ln.spread(before, until)
+		ln.settle(p, o)
 	}()
 	ln.gate.inFlight--
 	defer ln.wake()

@@ -19,6 +19,9 @@ type Sharer interface {
 	// requests and tps tokens a second (+Inf: none) across the processes.
 	// It returns only ctx's error.
 	Take(ctx context.Context, model string, rps, tps float64, n int) error
+	// Settle tells model's token budget that a request which took taken
+	// tokens of it used used: the rest is given back, the excess taken.
+	Settle(ctx context.Context, model string, taken, used int)
 	// Pause holds model's requests in every process for d from now.
 	Pause(ctx context.Context, model string, d time.Duration)
 	// Paused returns how long model's requests are still held; 0: not.
@@ -53,11 +56,16 @@ func (ln *lane) sharedPause(ctx context.Context) time.Duration {
 }
 
 // heldElsewhere makes a pause of d from now, which another process's
-// refusal set, the lane's own, and counts the time it holds the lane
-// beyond the lane's own pause as held in its estimators' epochs: nothing
-// can be sent then, and a rate measured over it would be measured low (the
-// cut after the next refusal would go too deep). A pause within the
-// lane's own, and one read again, add nothing. ln.mu is not held.
+// refusal set, the lane's own. In the process that leads the lane, whose
+// estimator learns the key's pace, the refusal is the key's, and its
+// request estimator takes it as it would its own (as one request of the
+// key's, where each of its own stands for share): seeing only its own, it would keep a pace over the limit for
+// as long as the refusals fell on the others' requests. Otherwise the time
+// it holds the lane beyond the lane's own pause is counted as held in the
+// estimators' epochs: nothing can be sent then, and a rate measured over
+// it would be measured low (the cut after the next refusal would go too
+// deep). A pause within the lane's own, and one read again, add nothing.
+// ln.mu is not held.
 func (ln *lane) heldElsewhere(d time.Duration) {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
@@ -67,8 +75,12 @@ func (ln *lane) heldElsewhere(d time.Duration) {
 		return
 	}
 	ln.pause(d)
+	_, _, follows := ln.l.cfg.Shared.Pace(ln.model)
 	for _, q := range []*quantity{&ln.req, &ln.tok} {
-		if q.est.cut.decideAt.IsZero() { // a cut being decided looks no further than its refusal
+		switch {
+		case q == &ln.req && !follows:
+			q.est.refused(now, now, 1, d) // one of the key's, not of its own that stand for share
+		case q.est.cut.decideAt.IsZero(): // a cut being decided looks no further than its refusal
 			q.est.ep.held += extra
 		}
 	}
@@ -102,6 +114,24 @@ func (ln *lane) takeShared(ctx context.Context, n int) error {
 	rps, tps := ln.req.est.pace(), ln.tok.est.pace()
 	ln.mu.Unlock()
 	return s.Take(ctx, ln.model, rps, tps, n)
+}
+
+// settle tells the key's token budget what p's request used, once its
+// outcome o is known: one refused used nothing, and all it took is given
+// back; one admitted used what the server counted (o.Used), the rest given
+// back or the excess taken; one lost (it may have been counted) or
+// admitted with no count keeps what it took.
+func (ln *lane) settle(p *Permit, o Outcome) {
+	s := ln.l.cfg.Shared
+	if s == nil || o.Result == Lost || o.Result == Admitted && o.Used <= 0 {
+		return
+	}
+	used := o.Used
+	if o.Result == Refused {
+		used = 0
+	}
+	// No ctx: Done has none. The store's own timeout bounds the call.
+	s.Settle(context.Background(), ln.model, int(p.tokens), used)
 }
 
 // adopt makes r, the key's pace that another process's estimator sets,

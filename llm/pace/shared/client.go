@@ -61,6 +61,7 @@ type laneState struct {
 	own       [2]float64 // this process's paces a second, as the latest Take was given them
 	key       Learned    // the key's pace, as last read or published
 	mine      [2]float64 // the paces per minute this process last published or adopted
+	drawn     float64    // the token pace a second of the latest draw from Redis, for Settle
 }
 
 // NewClient returns a Client drawing from s for the lanes of baseURL and
@@ -151,16 +152,12 @@ func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration
 	if beat {
 		err = c.join(ctx, ls, now)
 	}
+	var wait time.Duration
 	if err == nil {
-		c.mu.Lock()
-		r, t, own, publish := ls.paceFor()
-		c.mu.Unlock()
-		if publish {
-			err = c.publish(ctx, ls, own)
-		}
-		if err == nil {
-			d, err = c.draw(ctx, ls.name, r, t, n)
-		}
+		wait, err = c.awaitLeader(ctx, ls)
+	}
+	if err == nil && wait <= 0 {
+		d, err = c.drawFor(ctx, ls, n)
 	}
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
@@ -173,7 +170,26 @@ func (c *Client) take(ctx context.Context, model string, n int) (d time.Duration
 		return ls.localWait(now, ls.own[0]), true, nil
 	}
 	c.worked()
+	if wait > 0 {
+		return wait, false, nil
+	}
 	return d, d <= 0, nil
+}
+
+// drawFor draws one request and n tokens of ls's lane at the paces
+// paceFor says, publishing this process's first if it leads and they
+// changed.
+func (c *Client) drawFor(ctx context.Context, ls *laneState, n int) (time.Duration, error) {
+	c.mu.Lock()
+	r, t, own, publish := ls.paceFor()
+	ls.drawn = t
+	c.mu.Unlock()
+	if publish {
+		if err := c.publish(ctx, ls, own); err != nil {
+			return 0, err
+		}
+	}
+	return c.draw(ctx, ls.name, r, t, n)
 }
 
 // draw takes one request and n tokens from the shared budgets. A request
@@ -203,22 +219,6 @@ func (ls *laneState) localWait(now time.Time, rps float64) time.Duration {
 		ls.local, ls.localRPS = rate.NewLimiter(rate.Limit(share), 1), share
 	}
 	return ls.local.ReserveN(now, 1).DelayFrom(now)
-}
-
-// Settle gives back to model's token budget what a request took but did
-// not use (taken less used, when positive).
-func (c *Client) Settle(ctx context.Context, model string, tps float64, unused int) {
-	c.mu.Lock()
-	ok := c.up(c.now())
-	ls := c.lane(model)
-	c.mu.Unlock()
-	if ok && unused > 0 {
-		if err := c.s.Give(ctx, ls.name, Tokens, perMinute(tps), unused); err != nil {
-			c.mu.Lock()
-			c.failed(c.now(), err)
-			c.mu.Unlock()
-		}
-	}
 }
 
 // Pause holds every process's requests of model for d from now (a
@@ -274,11 +274,17 @@ func (c *Client) Paused(ctx context.Context, model string) time.Duration {
 	return max(ls.paused.Sub(now), 0)
 }
 
-// Live returns how many processes share model's lane, as last counted.
+// Live returns how many processes send in model's lane, as last counted:
+// 1 while this one leads a young lane whose pace is not known yet, since
+// the others wait for its first (see awaitLeader).
 func (c *Client) Live(model string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lane(model).live
+	ls := c.lane(model)
+	if ls.leads && ls.key.Ver == 0 && c.now().Sub(ls.born) < young {
+		return 1
+	}
+	return ls.live
 }
 
 func perMinute(perSecond float64) float64 {

@@ -81,6 +81,46 @@ func (s *Store) Look(ctx context.Context, lane string) (paused time.Duration, l 
 // would misjudge three times over.
 const joinWait = 150 * time.Millisecond
 
+// leaderPoll is how often a process waiting for the leader's first pace
+// (see awaitLeader) looks for it.
+const leaderPoll = 50 * time.Millisecond
+
+// awaitLeader returns how long this process is to wait before it draws,
+// for the pace of the lane's leader, which it reads: it follows, told
+// nothing, in the lane's first seconds, and no pace is known yet; then
+// for the pause the leader's refusal set, if it holds still. Processes
+// that start together and send together before any of them knows a pace
+// each take part of the server's first allowance; the leader, counting
+// what it sent for all of them, would take the key's rate for a multiple
+// of what it is (or, counting for itself alone, for a fraction). Sending
+// alone, the leader finds it as one process would, and the others take it
+// up once its refusal's pause is over; told nothing and refused nothing
+// in those seconds, they go on their own.
+func (c *Client) awaitLeader(ctx context.Context, ls *laneState) (time.Duration, error) {
+	c.mu.Lock()
+	wait := !ls.leads && ls.key.Ver == 0 && perMinute(ls.own[0]) == 0 && c.now().Sub(ls.born) < young
+	c.mu.Unlock()
+	if !wait {
+		return 0, nil
+	}
+	paused, l, ok, err := c.s.Look(ctx, ls.name)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok {
+		ls.seen(l)
+	}
+	if ls.key.Ver == 0 {
+		return leaderPoll, nil
+	}
+	if until := c.now().Add(paused); until.After(ls.paused) {
+		ls.paused = until
+	}
+	return paused, nil
+}
+
 // join beats for ls, and the first time, waits joinWait and beats again
 // first; takers meanwhile wait for it. Redis failing is the caller's.
 func (c *Client) join(ctx context.Context, ls *laneState, now time.Time) error {

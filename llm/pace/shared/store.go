@@ -171,17 +171,6 @@ func (s *Store) Take(ctx context.Context, lane string, b Budget, perMinute float
 	return max(res.RetryAfter, time.Millisecond), nil
 }
 
-// Give returns n to the lane's budget b, as when a request used fewer
-// tokens than were taken for it. What cannot be given back (the budget is
-// already full) is dropped.
-func (s *Store) Give(ctx context.Context, lane string, b Budget, perMinute float64, n int) error {
-	if perMinute <= 0 || n <= 0 {
-		return nil
-	}
-	_, err := s.gcra.AllowN(ctx, lane+":"+string(b), gcraLimit(b, perMinute, n), -n)
-	return err
-}
-
 // pauseScript extends a pause to ARGV[1] ms from now, never shortens it.
 var pauseScript = redis.NewScript(`
 local ttl = redis.call('PTTL', KEYS[1])
