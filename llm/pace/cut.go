@@ -16,9 +16,9 @@ import (
 // for the noise test (see noise.odds): once refusals are shown to come
 // whatever the pace the cuts are undone, and while that is only likelier
 // than a limit the pace probes over the rates tried instead of cutting.
-// A server that admitted nothing after a cut makes the holds a whole span. Cuts in a row go deeper, and a long
-// horizon refused all along bounds them by what the server let through
-// (see longRun.rate).
+// A server that admitted nothing after a cut makes the holds a whole
+// span. Cuts in a row go deeper, and a long horizon refused all along
+// bounds them by what the server let through (see longRun.rate).
 func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate = pending{}, cut.rate

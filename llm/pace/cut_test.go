@@ -281,3 +281,14 @@ func TestEstimatorOpeningDrains(t *testing.T) {
 		t.Errorf("mostly refused again: pace %v, want it halved", e.pace())
 	}
 }
+
+// TestEstimatorDrainIsForgotten: the opening's drain (see goOn) holds a
+// whole span only while nothing is known of the rate; a refusal after a
+// pace has held holds a quarter second, however long ago the drain was set.
+func TestEstimatorDrainIsForgotten(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 20, good: 20, span: time.Minute, patience: firstPatience, drain: true, ep: epoch{start: t0, judged: t0}}
+	e.sent(1)
+	if hold := e.refused(at(time.Hour), at(time.Hour-time.Second), 1, 0); hold != 250*time.Millisecond {
+		t.Errorf("hold = %v, want 250ms: the drain was for the opening", hold)
+	}
+}

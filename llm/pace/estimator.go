@@ -48,23 +48,24 @@ type estimator struct {
 	floor float64 // the pace never goes under this (tokens: the longest request a minute)
 	adapt bool    // learn from refusals; if not, the pace is ceil for ever
 
-	rate     float64       // the pace now; +Inf: none
-	good     float64       // highest rate held for a span without refusal; 0: none yet
-	bad      float64       // the rate sent at when last refused; 0: none known
-	span     time.Duration // how long a pace is tried: the longest window or round trip seen
-	locked   int           // cuts in a row of epochs that admitted nothing
-	rtt      time.Duration // the round trip of the newest answer admitted
-	drain    bool          // the next refusal holds a whole span (see goOn)
-	drained  bool          // it has, once
-	held     int           // spans held at a settled pace
-	patience int           // spans to hold a settled pace before a probe
-	probing  bool          // the pace is a probe at bad
-	downs    int           // cuts in a row with no step up between: each cuts deeper
-	cut      pending       // a refusal episode's cut, to decide when its hold is over
-	noise    noise         // refusals that come whatever the pace, if shown
-	climbs   int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
-	long     longRun       // what was admitted and refused over the last minute or so
-	ep       epoch
+	rate      float64       // the pace now; +Inf: none
+	good      float64       // highest rate held for a span without refusal; 0: none yet
+	bad       float64       // the rate sent at when last refused; 0: none known
+	span      time.Duration // how long a pace is tried: the longest window or round trip seen
+	locked    int           // cuts in a row of epochs that admitted nothing
+	rtt       time.Duration // the round trip of the newest answer admitted
+	drain     bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
+	explained bool          // the last refusal was one the known noise level accounts for
+	drained   bool          // it has, once
+	held      int           // spans held at a settled pace
+	patience  int           // spans to hold a settled pace before a probe
+	probing   bool          // the pace is a probe at bad
+	downs     int           // cuts in a row with no step up between: each cuts deeper
+	cut       pending       // a refusal episode's cut, to decide when its hold is over
+	noise     noise         // refusals that come whatever the pace, if shown
+	climbs    int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
+	long      longRun       // what was admitted and refused over the last minute or so
+	ep        epoch
 }
 
 // pending is a cut to decide: when, and what was known at the refusal.
@@ -123,6 +124,7 @@ func (e *estimator) stretch(d time.Duration) { e.span = min(max(e.span, d), maxS
 // decide), when what was sent before it has been answered. A refusal of
 // the same episode gets what is left of its hold; one that is old news, 0.
 func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration) (hold time.Duration) {
+	e.explained = false
 	if !e.adapt {
 		return 0
 	}
@@ -137,12 +139,14 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
 	}
 	if e.noise.explains(&e.ep) {
+		e.explained = true
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
 	hold = 250 * time.Millisecond
-	if e.locked > 0 || e.drain {
-		hold, e.drain = e.span, false // locked out, or draining (see goOn): a whole span
+	if e.locked > 0 || (e.drain && e.good == 0 && e.bad == 0) {
+		hold = e.span // locked out, or draining (see goOn): a whole span
 	}
+	e.drain = false
 	if hint > 0 {
 		hold = hint
 		e.stretch(2 * hint) // a window lasts at least the hint: judge over two

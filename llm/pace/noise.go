@@ -76,7 +76,7 @@ func (nz *noise) record(now time.Time, rate, pace float64, ep *epoch) {
 	if ep.answers == 0 || math.IsInf(pace, 1) {
 		return
 	}
-	got := float64(ep.answers-ep.nays) / max(now.Sub(ep.first), time.Millisecond).Seconds()
+	got := ep.admitted / max(now.Sub(ep.first), time.Millisecond).Seconds() // units, as rate is
 	nz.log[nz.n%len(nz.log)] = tried{rate: rate, got: got, ans: float64(ep.answers), nays: float64(ep.nays)}
 	nz.n++
 }

@@ -166,14 +166,19 @@ func TestNoiseLevel(t *testing.T) {
 func TestNoiseRecord(t *testing.T) {
 	var nz noise
 	nz.record(at(time.Second), 50, math.Inf(1), &epoch{start: t0, answers: 40, nays: 3})
-	nz.record(at(2*time.Second), 30, 30, &epoch{start: at(time.Second), first: at(time.Second), answers: 30, nays: 3})
+	nz.record(at(2*time.Second), 30, 30, &epoch{start: at(time.Second), first: at(time.Second), answers: 30, nays: 3, admitted: 27})
 	if nz.n != 1 || nz.log[0].rate != 30 || nz.log[0].got != 27 || !math.IsInf(nz.top, 1) {
 		t.Errorf("after an epoch with no pace and one at 30: %d logged (%+v), top %v; want the one at 30 (27 got a second), top +Inf",
 			nz.n, nz.log[0], nz.top)
 	}
 	// What an epoch got is counted from its first answer: a short one at
 	// 50 a second, answered 20 ms after each went, got 50 a second.
-	nz.record(at(2120*time.Millisecond), 50, 50, &epoch{start: at(2 * time.Second), first: at(2020 * time.Millisecond), answers: 6, nays: 1})
+	nz.record(at(2120*time.Millisecond), 50, 50, &epoch{start: at(2 * time.Second), first: at(2020 * time.Millisecond), answers: 6, nays: 1, admitted: 5})
+	// In units, as the rate is: 5 requests of 100 tokens got 5000 a second.
+	nz.record(at(2120*time.Millisecond), 5000, 5000, &epoch{start: at(2 * time.Second), first: at(2020 * time.Millisecond), answers: 6, nays: 1, admitted: 500})
+	if got := nz.log[2].got; math.Abs(got-5000) > 1e-6 {
+		t.Errorf("an epoch of 100-token requests got %v, want 5000 tokens a second", got)
+	}
 	if got := nz.log[1].got; math.Abs(got-50) > 1e-6 {
 		t.Errorf("a short epoch at 50 a second got %v, want 50: the round trip is not a cap", got)
 	}

@@ -1,6 +1,9 @@
 package pace
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Result is what became of an attempt, as far as pacing cares.
 type Result int
@@ -124,13 +127,16 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	var hold time.Duration
 	capped := ln.capped(p, now, o)
 	hint := o.Hint
-	if coarse(hint) && q.est.good > 0 {
+	if coarse(hint) && !math.IsInf(q.est.rate, 1) {
 		hint = 0 // see coarse
 	}
 	if !capped {
 		hold = q.est.refused(now, p.sent, n, hint)
 	}
 	pause := max(hold, hint)
+	if q.est.explained {
+		pause = 0 // noise the level accounts for: it costs its own request its hint, the others nothing
+	}
 	hold = max(hold, o.Hint)
 	switch {
 	case capped:
@@ -155,7 +161,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 func (ln *lane) bigOnes(p *Permit) bool {
 	ln.unsure.n++
 	ln.unsure.tokens += p.tokens
-	return ln.req.count > 0 && ln.unsure.tokens/ln.unsure.n >= 2*ln.tok.count/ln.req.count
+	return ln.req.count > 0 && ln.tok.count > 0 && ln.unsure.tokens/ln.unsure.n >= 2*ln.tok.count/ln.req.count
 }
 
 // contradicted reports whether the answer claims a window is spent that
@@ -211,7 +217,8 @@ func (h *history) sum(now time.Time, period time.Duration) float64 {
 // it waits so long), but of a limit of many a second, little of when the
 // others may: a bucket, a GCRA or a sliding window has room again in a
 // fraction of it, and a second's pause of the whole lane is a second of
-// sending lost to each refusal. Once a pace has held, the lane pauses for
-// the estimator's own hold instead, its pace cut; a fixed window still
+// sending lost to each refusal. Once there is a pace (after the first
+// refusal of all, which pauses the lane the whole second), the lane pauses
+// for the estimator's own hold instead, its pace cut; a fixed window still
 // spent refuses the next request with a hint of its own.
 func coarse(hint time.Duration) bool { return hint == time.Second }

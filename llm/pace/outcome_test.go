@@ -52,12 +52,17 @@ func TestRefusalThatDoesNotSayWhich(t *testing.T) {
 		{"one of the usual size: requests", []int{120}, false},
 		{"a small one after big ones: tokens", []int{4000, 4000, 100}, true},
 		{"of all sizes alike: requests", []int{60, 150, 90, 100}, false},
+		{"no token estimates at all: requests", []int{0}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := New(Config{Adapt: true, Concurrency: 8})
-				for range 20 { // the lane's usual: 100 tokens
-					p, err := l.Acquire(t.Context(), "m", 100)
+				usual := 100 // the lane's usual size
+				if tc.refused[0] == 0 {
+					usual = 0 // a caller that estimates no tokens
+				}
+				for range 20 {
+					p, err := l.Acquire(t.Context(), "m", usual)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -92,7 +97,7 @@ func TestRefusalThatDoesNotSayWhich(t *testing.T) {
 }
 
 // TestWholeSecondHint: a request-429 saying Retry-After: 1 makes its own
-// request wait the whole second, never less; once a pace has held, the
+// request wait the whole second, never less; once there is a pace, the
 // others wait only the estimator's hold (a second's pause of the whole
 // lane per refusal costs a second of sending where a bucket or a sliding
 // window has room again much sooner); before, the whole second.
@@ -103,8 +108,8 @@ func TestWholeSecondHint(t *testing.T) {
 		hint      time.Duration
 		wantPause time.Duration
 	}{
-		{"a pace held, a whole second", true, time.Second, 250 * time.Millisecond},
-		{"no pace held yet", false, time.Second, time.Second},
+		{"a pace, a whole second", true, time.Second, 250 * time.Millisecond},
+		{"no pace yet", false, time.Second, time.Second},
 		{"a pace held, a finer hint", true, 700 * time.Millisecond, 700 * time.Millisecond},
 		{"a pace held, several seconds", true, 3 * time.Second, 3 * time.Second},
 	} {
@@ -136,4 +141,38 @@ func TestWholeSecondHint(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestNoiseRefusalPausesNoOne: a refusal that the known noise level
+// accounts for costs its own request its hint, and the others nothing: the
+// lane is not paused, whatever the hint.
+func TestNoiseRefusalPausesNoOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Adapt: true, Concurrency: 8})
+		ln := l.lane("m")
+		ln.mu.Lock()
+		ln.req.est.noise.level = 0.1
+		ln.mu.Unlock()
+		for range 20 {
+			p, err := l.Acquire(t.Context(), "m", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			p.Done(Outcome{Result: Admitted})
+		}
+		p, err := l.Acquire(t.Context(), "m", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		if wait := p.Done(Outcome{Result: Refused, Hint: time.Second}); wait < time.Second {
+			t.Errorf("the refused request waits %v, want its hint, 1s", wait)
+		}
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		if ln.until.After(ln.l.now()) {
+			t.Errorf("the lane is paused %v for a refusal the noise level explains, want not at all", ln.until.Sub(ln.l.now()))
+		}
+	})
 }

@@ -42,7 +42,15 @@ func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.
 	if kept > 0 {
 		at := q.fitAt(now, most, kept)
 		if spare := q.roomAt(at, most) - kept; spare < n {
-			return false, max(at.Sub(now), time.Millisecond) // its room is kept until it goes
+			// Its room is kept until it goes (its going wakes the lane);
+			// if it fits already, until both would.
+			switch {
+			case at.After(now):
+				return false, at.Sub(now)
+			case kept+n <= most:
+				return false, max(q.fitAt(now, most, kept+n).Sub(now), time.Millisecond)
+			}
+			return false, time.Second
 		}
 	}
 	if n <= free {

@@ -42,6 +42,9 @@ func TestInSecond(t *testing.T) {
 		{name: "a short one does not take the room kept", n: 50, kept: 400, wait: 500 * time.Millisecond},
 		// Kept 200 fits at 1 s with 200 spare: 50 now does not delay it.
 		{name: "a short one takes what the kept one will not need", n: 50, kept: 200, ok: true},
+		// Kept 50 fits now, 80 beside it does not: it waits until both
+		// would (the first send leaves), not a millisecond at a time.
+		{name: "the kept one fits already: until both would", n: 80, kept: 50, wait: 500 * time.Millisecond},
 		{name: "a bucket's server: the rate.Limiter is its kind", n: 350, ok: true, refill: 1000},
 		{name: "a fixed window's server: the tracker follows it", n: 350, ok: true, fixedWin: true},
 		{name: "no pace", n: 350, ok: true, noPace: true},

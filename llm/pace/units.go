@@ -29,14 +29,19 @@ const minOwn = 5
 // weigh votes on r, the reading of a request sent at sentAt when the
 // lane's counts were seqReq and seqTok, and reports whether the window
 // is taken for tokens. ln.mu is held.
-func (ln *lane) weigh(r Reading, sentAt time.Time, seqReq, seqTok float64) bool {
+func (ln *lane) weigh(r Reading, sentAt time.Time, seqReq, seqTok, share float64) bool {
 	g := &ln.units
 	if !r.Told || r.Limit <= 0 {
 		return g.tokens
 	}
-	span := max(r.Window, r.Reset, ln.req.win.period, time.Second)
-	reqs := seqReq - ln.req.win.log.countAt(sentAt.Add(-span))
-	toks := seqTok - ln.tok.win.log.countAt(sentAt.Add(-span))
+	period := ln.req.win.period
+	if g.tokens {
+		period = ln.tok.win.period // where these readings go
+	}
+	span := max(r.Window, r.Reset, period, time.Second)
+	// What the lane sent, standing for share times as many (see Sharer).
+	reqs := (seqReq - ln.req.win.log.countAt(sentAt.Add(-span))) * share
+	toks := (seqTok - ln.tok.win.log.countAt(sentAt.Add(-span))) * share
 	used := float64(r.Limit - r.Left)
 	if reqs < minOwn || toks <= reqs || used <= 0 {
 		return g.tokens
@@ -58,7 +63,7 @@ func (ln *lane) sortUnits(p *Permit, o *Outcome) {
 		return
 	}
 	was := ln.units.tokens
-	tokens := ln.weigh(o.Requests, p.sent, p.seqReq, p.seqTok)
+	tokens := ln.weigh(o.Requests, p.sent, p.seqReq, p.seqTok, max(p.share, 1))
 	if tokens != was {
 		// What the other window learned of these readings was wrong.
 		if tokens {
@@ -67,10 +72,13 @@ func (ln *lane) sortUnits(p *Permit, o *Outcome) {
 			ln.tok.win = window{log: ln.tok.win.log}
 		}
 	}
-	if tokens {
+	switch {
+	case tokens:
 		o.TokenWindow, o.Requests = o.Requests, Reading{}
 		if o.Result == Refused && o.Unsure {
 			o.Unsure, o.Tokens = false, true
 		}
+	case o.Result == Refused && o.Unsure && ln.units.req >= 3:
+		o.Unsure = false // its window is taken for requests, as its votes say
 	}
 }
