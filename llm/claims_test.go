@@ -135,10 +135,10 @@ func TestFlakyGateway(t *testing.T) {
 // TestFlakyGatewayWholeSeconds: the same gateway, its hint Retry-After: 1.
 // Each refused request waits its second, never less, and no item fails;
 // the fake time is logged (go test ./llm -run TestFlakyGatewayWholeSeconds
-// -v): once there is a pace, a one-second hint pauses the others only for
-// the estimator's hold, and refusals known to be noise pause no one, but
-// the noise is learned slowly here (12 s to 6 min by seed and goroutine
-// order; 4.5 to 9.5 min when each refusal paused the lane its second).
+// -v): refusals known to be noise pause no one, and once a pace has held
+// a one-second hint pauses the others only for the estimator's hold, but
+// with a refusal every few requests a pace rarely holds, and the noise is
+// learned slowly: 2.5 to 9.5 min by seed and goroutine order.
 func TestFlakyGatewayWholeSeconds(t *testing.T) {
 	for _, seed := range []uint64{7, 3, 11} {
 		synctest.Test(t, func(t *testing.T) {

@@ -108,11 +108,12 @@ func TestTokenBound(t *testing.T) {
 		{name: "tpm told, no headers", serverTPS: 20000, clientTPM: 20000, noHeaders: true, max429: 0.005, maxSlow: 1.2},
 		// Told nothing and no headers, loose bounds: goroutine order varies
 		// from run to run, and with it how well long items pack into
-		// windows whose edges the client cannot see (±15%). They catch a
-		// limiter that does not pace tokens (13x slower before).
-		// The 429s of 40 runs: median 10
-		// (1.6%), the worst 63 (9.5%); a storm is several times that.
-		{name: "not told, no headers", serverTPS: 20000, noHeaders: true, max429: 0.12, maxSlow: 1.8},
+		// windows whose edges the client cannot see. They catch a limiter
+		// that does not pace tokens (13x slower before). 40 runs on
+		// 2026-12-01: 1.02-1.71x (median 1.2) at 6a33b74, 1.04-1.81x at
+		// 50d6bd6, so 2.2x; the 429s of 40 runs: median 10 (1.6%), the
+		// worst 63 (9.5%); a storm is several times that.
+		{name: "not told, no headers", serverTPS: 20000, noHeaders: true, max429: 0.12, maxSlow: 2.2},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			took, limited, ideal, shortWait := runTokens(t, sc, items)

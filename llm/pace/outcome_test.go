@@ -97,7 +97,7 @@ func TestRefusalThatDoesNotSayWhich(t *testing.T) {
 }
 
 // TestWholeSecondHint: a request-429 saying Retry-After: 1 makes its own
-// request wait the whole second, never less; once there is a pace, the
+// request wait the whole second, never less; once a pace has held, the
 // others wait only the estimator's hold (a second's pause of the whole
 // lane per refusal costs a second of sending where a bucket or a sliding
 // window has room again much sooner); before, the whole second.
@@ -108,8 +108,8 @@ func TestWholeSecondHint(t *testing.T) {
 		hint      time.Duration
 		wantPause time.Duration
 	}{
-		{"a pace, a whole second", true, time.Second, 250 * time.Millisecond},
-		{"no pace yet", false, time.Second, time.Second},
+		{"a pace held, a whole second", true, time.Second, 250 * time.Millisecond},
+		{"no pace held yet", false, time.Second, time.Second},
 		{"a pace held, a finer hint", true, 700 * time.Millisecond, 700 * time.Millisecond},
 		{"a pace held, several seconds", true, 3 * time.Second, 3 * time.Second},
 	} {

@@ -29,8 +29,10 @@ func TestLeaderLearnsFromFollowersRefusals(t *testing.T) {
 		fp = p
 	}
 	before, _ := lead.Effective("m")
-	fp.Done(pace.Outcome{Result: pace.Refused, Hint: time.Second}) // the follower's refusal: the key pauses
-	time.Sleep(150 * time.Millisecond)                             // the leader reads the pause afresh
+	// The follower's refusal: the key pauses (two seconds: a hint of one,
+	// once a pace has held, holds only its own request; see pace's coarse).
+	fp.Done(pace.Outcome{Result: pace.Refused, Hint: 2 * time.Second})
+	time.Sleep(150 * time.Millisecond) // the leader reads the pause afresh
 	start := time.Now()
 	sent := make(chan time.Duration, 1)
 	go func() {
@@ -46,6 +48,6 @@ func TestLeaderLearnsFromFollowersRefusals(t *testing.T) {
 		t.Errorf("the leader's pace while a follower's refusal holds the key = %v a minute, want under its %v", during, before)
 	}
 	if d := <-sent; d < 500*time.Millisecond {
-		t.Errorf("the leader sent %v after a follower's refusal paused the key for a second, want after the pause", d)
+		t.Errorf("the leader sent %v after a follower's refusal paused the key for two seconds, want after the pause", d)
 	}
 }
