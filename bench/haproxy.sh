@@ -21,6 +21,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 N=${N:-600}
 RATE=${RATE:-20}
 J=${J:-32}
@@ -35,21 +37,6 @@ case $HINT in '' | 0 | 1) ;; *) echo "HINT must be 1 or unset" >&2 && exit 2 ;; 
 work=$(mktemp -d "${TMPDIR:-/tmp}/llmbatch-haproxy.XXXXXX")
 hp=$work/haproxy
 mockpid='' haproxypid='' clientpid='' worst=0
-
-# alive PID: the process exists and is not a zombie waiting to be reaped.
-alive() {
-	local s
-	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
-	[[ -n $s && $s != Z ]]
-}
-
-# stop PID SIGNAL sends SIGNAL, waits up to 5 s, then SIGKILL, and reaps it.
-stop() {
-	kill -"$2" "$1" 2>/dev/null || return 0
-	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 
 # stop_haproxy stops haproxy (one process: -db, no master, no workers).
 stop_haproxy() {
@@ -99,17 +86,6 @@ install_haproxy() {
 		{ "${get[@]}" update >&2 && "${get[@]}" install --no-install-recommends haproxy >&2; } || true
 	[[ -n $made_policy ]] && "${as[@]}" rm -f /usr/sbin/policy-rc.d
 	find_haproxy >/dev/null || { echo "apt-get installed no haproxy" >&2 && exit 1; }
-}
-
-# free_port prints a loopback port nothing listens on (haproxy retries on a race).
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p" && return 0; }
-	done
-	echo "no free port found" >&2
-	exit 1
 }
 
 # answers PORT: GET /healthz through haproxy (rewritten to the mock's
@@ -239,20 +215,11 @@ report() {
 	fi
 }
 
-# field NAME DIR prints the first number named NAME in DIR's --report, or "?".
-field() {
-	local v
-	v=$(grep -o "\"$1\": *[0-9]*" "$2/report.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$') || v=
-	echo "${v:-?}"
-}
-
 install_haproxy
 haproxy_bin=$(find_haproxy)
 export PATH=$PATH:/usr/local/go/bin
 (cd "$root" && go build -o "$work/llmbatch" .)
 bin=$work/llmbatch
-# shellcheck source=bench/lib.sh
-. "$root/bench/lib.sh"
 
 awk -v n="$N" 'BEGIN {
 	srand(1)

@@ -24,3 +24,36 @@ seconds() {
 	awk -v w="$1" 'BEGIN { if (w ~ /ms$/) print substr(w, 1, length(w)-2)/1000;
 		else if (w ~ /m$/) print substr(w, 1, length(w)-1)*60; else print substr(w, 1, length(w)-1) }'
 }
+
+# alive PID: the process exists and is not a zombie waiting to be reaped.
+alive() {
+	local s
+	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
+	[[ -n $s && $s != Z ]]
+}
+
+# stop PID SIGNAL sends SIGNAL, waits up to 5 s, then SIGKILL, and reaps it.
+stop() {
+	kill -"$2" "$1" 2>/dev/null || return 0
+	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# free_port prints a loopback port nothing listens on (nginx retries on a race).
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p" && return 0; }
+	done
+	echo "no free port found" >&2
+	exit 1
+}
+
+# field NAME DIR prints the first number named NAME in DIR's --report, or "?".
+field() {
+	local v
+	v=$(grep -o "\"$1\": *[0-9]*" "$2/report.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$') || v=
+	echo "${v:-?}"
+}

@@ -17,6 +17,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 N=${N:-600}
 RATE=${RATE:-20}
 BURST=${BURST:-5}
@@ -28,21 +30,6 @@ case $MODE in untold | told | both) ;; *) echo "MODE must be untold, told or bot
 work=$(mktemp -d "${TMPDIR:-/tmp}/llmbatch-nginx.XXXXXX")
 ng=$work/nginx
 mockpid='' nginxpid='' clientpid='' worst=0
-
-# alive PID: the process exists and is not a zombie waiting to be reaped.
-alive() {
-	local s
-	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
-	[[ -n $s && $s != Z ]]
-}
-
-# stop PID SIGNAL sends SIGNAL, waits up to 5 s, then SIGKILL, and reaps it.
-stop() {
-	kill -"$2" "$1" 2>/dev/null || return 0
-	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 
 # stop_nginx stops the master; if it had to be killed, its workers too.
 stop_nginx() {
@@ -88,17 +75,6 @@ install_nginx() {
 	"${get[@]}" install --no-install-recommends nginx >&2 ||
 		{ "${get[@]}" update >&2 && "${get[@]}" install --no-install-recommends nginx >&2; }
 	find_nginx >/dev/null || { echo "apt-get installed no nginx" >&2 && exit 1; }
-}
-
-# free_port prints a loopback port nothing listens on (nginx retries on a race).
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p" && return 0; }
-	done
-	echo "no free port found" >&2
-	exit 1
 }
 
 # answers PORT: GET /healthz through nginx (proxied to the mock's /v1/models,
@@ -217,19 +193,11 @@ report() {
 	fi
 }
 
-# field NAME DIR prints the first number named NAME in DIR's --report, or "?".
-field() {
-	local v
-	v=$(grep -o "\"$1\": *[0-9]*" "$2/report.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$') || v=
-	echo "${v:-?}"
-}
-
 install_nginx
 nginx_bin=$(find_nginx)
 export PATH=$PATH:/usr/local/go/bin
 (cd "$root" && go build -o "$work/llmbatch" .)
 bin=$work/llmbatch
-. "$root/bench/lib.sh"
 
 awk -v n="$N" 'BEGIN {
 	srand(1)
