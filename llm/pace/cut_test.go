@@ -292,3 +292,30 @@ func TestEstimatorDrainIsForgotten(t *testing.T) {
 		t.Errorf("hold = %v, want 250ms: the drain was for the opening", hold)
 	}
 }
+
+// TestEstimatorNoiseMeasuredRecently: held at the told limit with a noise
+// level known, each span starts a new epoch, so that whether the level
+// explains a refusal is judged over recent answers, not the whole run's
+// (a limit that came after hours of noise went unseen while the run's
+// history outweighed it).
+func TestEstimatorNoiseMeasuredRecently(t *testing.T) {
+	e := newEstimator(100, true, t0)
+	e.noise.level = 0.1
+	now := t0
+	for range 30 { // 30 spans of a second at the ceiling, one in ten refused
+		for i := range 100 {
+			sent := now.Add(time.Duration(i) * 10 * time.Millisecond)
+			e.sent(1)
+			if i%10 == 9 {
+				e.refused(sent.Add(5*time.Millisecond), sent, 1, 0)
+			} else {
+				e.admitted(sent.Add(5*time.Millisecond), sent, 1)
+			}
+		}
+		now = now.Add(time.Second)
+		e.tick(now)
+	}
+	if e.ep.answers > 200 {
+		t.Errorf("the epoch holds %d answers after 30 spans held at the ceiling, want a span's", e.ep.answers)
+	}
+}

@@ -205,6 +205,8 @@ func (e *estimator) tick(now time.Time) {
 		}
 		e.probing = next == e.bad
 		e.shift(now, next)
+	} else if e.noise.level > 0 {
+		e.shift(now, e.rate) // held where it is, with noise to measure: over recent answers, as above
 	}
 }
 
