@@ -45,16 +45,10 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 		if !errors.As(t.err, &last) {
 			return nil, n, t.err
 		}
-		// A refused key is dropped (no more than once a key), a busy one
-		// rests; another key takes the next attempt at once.
-		if t.ki >= 0 && c.keyFailed(t.ki, last) && (last.Kind != RateLimited || n < c.maxAttempts()) {
+		switch c.verdict(n, &tries, last, t, began) {
+		case otherKey:
 			continue
-		}
-		if !last.Kind.Retryable() {
-			return nil, n, t.err
-		}
-		tries += c.counted(last, t.sent, began)
-		if tries >= c.cfg.MaxAttempts || n >= c.maxAttempts() {
+		case giveUp:
 			return nil, n, t.err
 		}
 		d := c.backOff(req, n, tries, last, t)
@@ -62,6 +56,32 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, int, error) {
 			return nil, n, stopped(drained(ctx, err), last)
 		}
 	}
+}
+
+// What [Client.Do] does after a failed attempt (see verdict).
+const (
+	backOffAndRetry = iota
+	otherKey        // another key takes the next attempt at once
+	giveUp
+)
+
+// verdict says what Do does after attempt n failed with last, counting it
+// in tries when it counts against MaxAttempts (see counted). A refused
+// key is dropped (no more than once a key), a busy one rests, and another
+// key takes the next attempt at once; an error retrying cannot help, or
+// attempts spent, gives up; anything else backs off and retries.
+func (c *Client) verdict(n int, tries *int, last *APIError, t tried, began time.Time) int {
+	if t.ki >= 0 && c.keyFailed(t.ki, last) && (last.Kind != RateLimited || n < c.maxAttempts()) {
+		return otherKey
+	}
+	if !last.Kind.Retryable() {
+		return giveUp
+	}
+	*tries += c.counted(last, t.sent, began)
+	if *tries >= c.cfg.MaxAttempts || n >= c.maxAttempts() {
+		return giveUp
+	}
+	return backOffAndRetry
 }
 
 // tried is one attempt of [Client.Do]: its answer or error, when it was

@@ -101,9 +101,11 @@ func (ln *lane) admitted(p *Permit, now time.Time) {
 	ln.answered(p, now, tookIt)
 }
 
-// refused handles a 429 and returns how long its request waits. One about
-// requests pauses the whole lane for its hint (the estimator's hold, with
-// none); one about tokens holds only its own request, since smaller ones
+// refused handles a 429 and returns how long its request waits, never
+// less than its hint. One about requests pauses the whole lane for its
+// hint (the estimator's hold, with none, or with a one-second hint once a
+// pace has held, see coarse; no one, for noise the estimator's level
+// explains); one about tokens holds only its own request, since smaller ones
 // may still fit. A refusal the server's claim does not bear out teaches
 // the pace nothing; one at a concurrency cap (see concurrency) neither, and
 // holds only its own request: the gate keeps the others under the cap.
@@ -121,18 +123,17 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Tokens {
 		q, n = &ln.tok, p.tokens*p.share
 	}
-	var hold time.Duration
-	capped := ln.capped(p, now, o)
-	hint := o.Hint
+	hint := o.Hint // what the lane's pause heeds
 	if coarse(hint) && q.est.good > 0 {
 		hint = 0 // see coarse
 	}
+	var hold, pause time.Duration
+	capped := ln.capped(p, now, o)
 	if !capped {
 		hold = q.est.refused(now, p.sent, n, hint)
-	}
-	pause := max(hold, hint)
-	if q.est.explained {
-		pause = 0 // noise the level accounts for: it costs its own request its hint, the others nothing
+		if !q.est.explained { // noise the level accounts for costs its own request its hint, the others nothing
+			pause = max(hold, hint)
+		}
 	}
 	hold = max(hold, o.Hint)
 	switch {

@@ -56,44 +56,49 @@ func TestRefusalThatDoesNotSayWhich(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := New(Config{Adapt: true, Concurrency: 8})
 				usual := 100 // the lane's usual size
 				if tc.refused[0] == 0 {
 					usual = 0 // a caller that estimates no tokens
 				}
-				for range 20 {
-					p, err := l.Acquire(t.Context(), "m", usual)
-					if err != nil {
-						t.Fatal(err)
-					}
-					p.Done(Outcome{Result: Admitted})
-				}
-				var ps []*Permit
-				for _, n := range tc.refused {
-					p, err := l.Acquire(t.Context(), "m", n)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ps = append(ps, p)
-				}
-				time.Sleep(100 * time.Millisecond)
-				ln := l.lane("m")
-				for i, p := range ps {
-					if i == len(ps)-1 {
-						ln.mu.Lock()
-						ln.until = time.Time{} // what the others did aside: is the last one a pause?
-						ln.mu.Unlock()
-					}
-					p.Done(Outcome{Result: Refused, Unsure: true})
-				}
-				ln.mu.Lock()
-				defer ln.mu.Unlock()
-				if paused := ln.until.After(ln.l.now()); paused == tc.wantTokens {
+				if paused := lastUnsurePauses(t, usual, tc.refused); paused == tc.wantTokens {
 					t.Errorf("the last refusal paused the lane: %v; want it taken for tokens: %v", paused, tc.wantTokens)
 				}
 			})
 		})
 	}
+}
+
+// lastUnsurePauses sends 20 requests of usual tokens, admitted, then one of
+// each size refused without a word of which limit, and reports whether the
+// last refusal paused the lane (what the others did aside).
+func lastUnsurePauses(t *testing.T, usual int, refused []int) bool {
+	l := New(Config{Adapt: true, Concurrency: 8})
+	acquire := func(n int) *Permit {
+		p, err := l.Acquire(t.Context(), "m", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for range 20 {
+		acquire(usual).Done(Outcome{Result: Admitted})
+	}
+	var ps []*Permit
+	for _, n := range refused {
+		ps = append(ps, acquire(n))
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, p := range ps[:len(ps)-1] {
+		p.Done(Outcome{Result: Refused, Unsure: true})
+	}
+	ln := l.lane("m")
+	ln.mu.Lock()
+	ln.until = time.Time{}
+	ln.mu.Unlock()
+	ps[len(ps)-1].Done(Outcome{Result: Refused, Unsure: true})
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	return ln.until.After(ln.l.now())
 }
 
 // TestWholeSecondHint: a request-429 saying Retry-After: 1 makes its own
