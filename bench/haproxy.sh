@@ -170,50 +170,13 @@ start_haproxy() {
 	exit 1
 }
 
-# run LABEL [FLAGS...] runs the items through haproxy and prints the figures.
-run() {
-	local label=$1 dir=$work/$1 code=0 t0 t1
-	shift
-	mkdir -p "$dir"
-	start_haproxy
-	t0=$(date +%s.%N)
-	"$bin" run --base-url "http://127.0.0.1:$port/v1" --model mock-1 -j "$J" "$@" --progress off \
-		-v --log-format json --report "$dir/report.json" -o "$dir/out.jsonl" "$work/in.jsonl" 2>"$dir/client.log" &
-	clientpid=$!
-	wait "$clientpid" || code=$?
-	clientpid=
-	t1=$(date +%s.%N)
-	stop_haproxy
-	cp "$hp/access.log" "$dir/access.log"
-	report "$label" "$code" "$t0" "$t1" "$dir" "$@"
-}
-
-# report LABEL CODE T0 T1 DIR [FLAGS...] prints one run's figures.
-report() {
-	local label=$1 code=$2 t0=$3 t1=$4 dir=$5 wall ideal rate total refused other done_n failed
-	shift 5
-	total=$(awk '$4 ~ /^\/v1\//' "$dir/access.log" | wc -l)
-	refused=$(awk '$4 ~ /^\/v1\// && $2 == 429' "$dir/access.log" | wc -l)
-	other=$(awk '$4 ~ /^\/v1\// && $2 != 429 && $2 != 200' "$dir/access.log" | wc -l)
-	done_n=0
-	[[ -f $dir/out.jsonl ]] && done_n=$(wc -l <"$dir/out.jsonl")
-	failed=0
-	[[ -f $dir/out.errors.jsonl ]] && failed=$(wc -l <"$dir/out.errors.jsonl")
-	wall=$(echo "$t1 - $t0" | bc -l)
-	rate=$RATE
-	[[ $label == told ]] && rate=$(echo "r = $CLIENT_RPM / 60; if (r < $RATE) r else $RATE" | bc -l)
-	ideal=$(echo "$N / $rate" | bc -l)
-	printf '%s (%s): wall %.1fs, ideal %.1fs, %.2fx ideal; exit code %d\n' \
-		"$label" "${*:-told nothing}" "$wall" "$ideal" "$(echo "$wall / $ideal" | bc -l)" "$code"
-	printf '  haproxy saw %d requests, 429s %d (%.1f%%), other non-200 %d; items done %d, failed %d of %d\n' \
-		"$total" "$refused" "$(echo "100 * $refused / ($total + ($total == 0))" | bc -l)" "$other" "$done_n" "$failed" "$N"
-	printf '  client counted %s rate-limited; its pace at the end: %s/min (the limit: %d/min)\n' \
-		"$(field rate_limited "$dir")" "$(field rpm "$dir")" "$((RATE * 60))"
-	if [[ $code != 0 ]]; then
-		worst=1
-		echo "  llmbatch failed; the end of its log:" && tail -n 3 "$dir/client.log" | sed 's/^/    /'
-	fi
-}
+# The limiter's hooks for limited_run (lib.sh): only the API's requests
+# are counted from haproxy's log.
+# shellcheck disable=SC2016 # an awk condition, for awk to read
+limiter=haproxy limiter_burst=0 served='$4 ~ /^\/v1\//'
+start_limiter() { start_haproxy; }
+stop_limiter() { stop_haproxy; }
+limiter_log() { echo "$hp/access.log"; }
 
 install_haproxy
 haproxy_bin=$(find_haproxy)
@@ -241,6 +204,6 @@ hint='no hint'
 printf 'haproxy %s stick table: over %d a sliding second refused (%s count), 429 %s; mock latency %s; N=%d, -j %d\n' \
 	"$("$haproxy_bin" -v | sed -n 's/^HA-\{0,1\}Proxy version \([^ ]*\).*/\1/p')" "$RATE" \
 	"$([[ $COUNT == all ]] && echo 'refused requests' || echo 'admitted only')" "$hint" "$LATENCY" "$N" "$J"
-[[ $MODE != told ]] && run untold
-[[ $MODE != untold ]] && run told --rpm "$CLIENT_RPM"
+[[ $MODE != told ]] && limited_run untold
+[[ $MODE != untold ]] && limited_run told --rpm "$CLIENT_RPM"
 exit "$worst"

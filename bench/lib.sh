@@ -57,3 +57,55 @@ field() {
 	v=$(grep -o "\"$1\": *[0-9]*" "$2/report.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$') || v=
 	echo "${v:-?}"
 }
+
+# limited_run LABEL [FLAGS...] runs $work/in.jsonl through the limiter in
+# front of the mock (on $port) and prints the figures: the wall time against
+# the ideal, and what the limiter's own log counted. The script defines
+# limiter (its name), limiter_burst (requests it lets through at once),
+# served (an awk condition for the log lines of API requests),
+# start_limiter, stop_limiter and limiter_log (the log's path), and sets
+# bin, work, N, RATE, J, CLIENT_RPM, and worst (set to 1 on a failed run).
+limited_run() {
+	local label=$1 dir=$work/$1 code=0 t0 t1
+	shift
+	mkdir -p "$dir"
+	start_limiter
+	t0=$(date +%s.%N)
+	"$bin" run --base-url "http://127.0.0.1:$port/v1" --model mock-1 -j "$J" "$@" --progress off \
+		-v --log-format json --report "$dir/report.json" -o "$dir/out.jsonl" "$work/in.jsonl" 2>"$dir/client.log" &
+	clientpid=$!
+	wait "$clientpid" || code=$?
+	clientpid=
+	t1=$(date +%s.%N)
+	stop_limiter
+	cp "$(limiter_log)" "$dir/access.log"
+	limited_report "$label" "$code" "$t0" "$t1" "$dir" "$@"
+}
+
+# limited_report LABEL CODE T0 T1 DIR [FLAGS...] prints one run's figures.
+limited_report() {
+	local label=$1 code=$2 t0=$3 t1=$4 dir=$5 wall ideal rate total refused other done_n failed
+	shift 5
+	total=$(awk "$served" "$dir/access.log" | wc -l)
+	refused=$(awk "($served) && \$2 == 429" "$dir/access.log" | wc -l)
+	other=$(awk "($served) && \$2 != 429 && \$2 != 200" "$dir/access.log" | wc -l)
+	done_n=0
+	[[ -f $dir/out.jsonl ]] && done_n=$(wc -l <"$dir/out.jsonl")
+	failed=0
+	[[ -f $dir/out.errors.jsonl ]] && failed=$(wc -l <"$dir/out.errors.jsonl")
+	wall=$(echo "$t1 - $t0" | bc -l)
+	rate=$RATE
+	[[ $label == told ]] && rate=$(echo "r = $CLIENT_RPM / 60; if (r < $RATE) r else $RATE" | bc -l)
+	ideal=$(echo "n = $N - $limiter_burst; if (n < 1) n = 1; n / $RATE" | bc -l)
+	[[ $rate != "$RATE" ]] && ideal=$(echo "$N / $rate" | bc -l)
+	printf '%s (%s): wall %.1fs, ideal %.1fs, %.2fx ideal; exit code %d\n' \
+		"$label" "${*:-told nothing}" "$wall" "$ideal" "$(echo "$wall / $ideal" | bc -l)" "$code"
+	printf '  %s saw %d requests, 429s %d (%.1f%%), other non-200 %d; items done %d, failed %d of %d\n' \
+		"$limiter" "$total" "$refused" "$(echo "100 * $refused / ($total + ($total == 0))" | bc -l)" "$other" "$done_n" "$failed" "$N"
+	printf '  client counted %s rate-limited; its pace at the end: %s/min (the limit: %d/min)\n' \
+		"$(field rate_limited "$dir")" "$(field rpm "$dir")" "$((RATE * 60))"
+	if [[ $code != 0 ]]; then
+		worst=1
+		echo "  llmbatch failed; the end of its log:" && tail -n 3 "$dir/client.log" | sed 's/^/    /'
+	fi
+}

@@ -147,51 +147,11 @@ start_nginx() {
 	exit 1
 }
 
-# run LABEL [FLAGS...] runs the items through nginx and prints the figures.
-run() {
-	local label=$1 dir=$work/$1 code=0 t0 t1
-	shift
-	mkdir -p "$dir"
-	start_nginx
-	t0=$(date +%s.%N)
-	"$bin" run --base-url "http://127.0.0.1:$port/v1" --model mock-1 -j "$J" "$@" --progress off \
-		-v --log-format json --report "$dir/report.json" -o "$dir/out.jsonl" "$work/in.jsonl" 2>"$dir/client.log" &
-	clientpid=$!
-	wait "$clientpid" || code=$?
-	clientpid=
-	t1=$(date +%s.%N)
-	stop_nginx
-	cp "$ng/access.log" "$dir/access.log"
-	report "$label" "$code" "$t0" "$t1" "$dir" "$@"
-}
-
-# report LABEL CODE T0 T1 DIR [FLAGS...] prints one run's figures.
-report() {
-	local label=$1 code=$2 t0=$3 t1=$4 dir=$5 wall ideal rate total refused other done_n failed
-	shift 5
-	total=$(wc -l <"$dir/access.log")
-	refused=$(awk '$2 == 429' "$dir/access.log" | wc -l)
-	other=$(awk '$2 != 429 && $2 != 200' "$dir/access.log" | wc -l)
-	done_n=0
-	[[ -f $dir/out.jsonl ]] && done_n=$(wc -l <"$dir/out.jsonl")
-	failed=0
-	[[ -f $dir/out.errors.jsonl ]] && failed=$(wc -l <"$dir/out.errors.jsonl")
-	wall=$(echo "$t1 - $t0" | bc -l)
-	rate=$RATE
-	[[ $label == told ]] && rate=$(echo "r = $CLIENT_RPM / 60; if (r < $RATE) r else $RATE" | bc -l)
-	ideal=$(echo "n = $N - $BURST; if (n < 1) n = 1; n / $RATE" | bc -l)
-	[[ $rate != "$RATE" ]] && ideal=$(echo "$N / $rate" | bc -l)
-	printf '%s (%s): wall %.1fs, ideal %.1fs, %.2fx ideal; exit code %d\n' \
-		"$label" "${*:-told nothing}" "$wall" "$ideal" "$(echo "$wall / $ideal" | bc -l)" "$code"
-	printf '  nginx saw %d requests, 429s %d (%.1f%%), other non-200 %d; items done %d, failed %d of %d\n' \
-		"$total" "$refused" "$(echo "100 * $refused / ($total + ($total == 0))" | bc -l)" "$other" "$done_n" "$failed" "$N"
-	printf '  client counted %s rate-limited; its pace at the end: %s/min (the limit: %d/min)\n' \
-		"$(field rate_limited "$dir")" "$(field rpm "$dir")" "$((RATE * 60))"
-	if [[ $code != 0 ]]; then
-		worst=1
-		echo "  llmbatch failed; the end of its log:" && tail -n 3 "$dir/client.log" | sed 's/^/    /'
-	fi
-}
+# The limiter's hooks for limited_run (lib.sh).
+limiter=nginx limiter_burst=$BURST served='1'
+start_limiter() { start_nginx; }
+stop_limiter() { stop_nginx; }
+limiter_log() { echo "$ng/access.log"; }
 
 install_nginx
 nginx_bin=$(find_nginx)
@@ -216,6 +176,6 @@ mockaddr=${mockaddr%/v1}
 
 printf 'nginx %s limit_req: rate=%dr/s burst=%d nodelay, 429 page, no hints; mock latency %s; N=%d, -j %d\n' \
 	"$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')" "$RATE" "$BURST" "$LATENCY" "$N" "$J"
-[[ $MODE != told ]] && run untold
-[[ $MODE != untold ]] && run told --rpm "$CLIENT_RPM"
+[[ $MODE != told ]] && limited_run untold
+[[ $MODE != untold ]] && limited_run told --rpm "$CLIENT_RPM"
 exit "$worst"
