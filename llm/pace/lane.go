@@ -43,6 +43,8 @@ func newLane(l *Limiter, model string) *lane {
 	ln.req.est = newEstimator(l.ceiling(l.cfg.RPM), l.cfg.Adapt, now)
 	ln.tok.est = newEstimator(l.ceiling(l.cfg.TPM), l.cfg.Adapt, now)
 	ln.gate.policy = newConcurrency(l.cfg.Concurrency, l.cfg.Adapt && l.cfg.RPM <= 0, now)
+	ln.req.win.told = float64(l.cfg.RPM) / 60
+	ln.tok.win.told = float64(l.cfg.TPM) / 60
 	ln.req.sync(now, 1)
 	ln.tok.sync(now, 0)
 	return ln
@@ -98,6 +100,7 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 type turn struct {
 	tokens float64
 	start  time.Time // when it began to wait
+	probe  *window   // the window it goes to probe, past what it held (see roomOrProbe); nil: none
 }
 
 // unkeep gives back the room kept for t. ln.mu is held.
@@ -184,12 +187,21 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	if ln.keeper != nil && ln.keeper != t {
 		kept = ln.keeper.tokens
 	}
-	okR, dR := ln.req.win.room(now, ln.req.count, 1, 0)
-	okT, dT := true, time.Duration(0)
+	okR, dR, probeR := ln.req.win.roomOrProbe(now, ln.req.count, 1, 0)
+	okT, dT, probeT := true, time.Duration(0), false
 	okS, dS := true, time.Duration(0)
 	if t.tokens > 0 {
-		okT, dT = ln.tok.win.room(now, ln.tok.count, t.tokens, kept)
+		okT, dT, probeT = ln.tok.win.roomOrProbe(now, ln.tok.count, t.tokens, kept)
 		okS, dS = ln.tok.inSecond(now, t.tokens, kept)
+	}
+	t.probe = nil
+	switch {
+	case probeR && probeT:
+		okR, okT = false, false // one probe at a time
+	case probeR:
+		t.probe = &ln.req.win
+	case probeT:
+		t.probe = &ln.tok.win
 	}
 	return okR && okT && okS, max(dR, dT, dS)
 }
@@ -207,11 +219,14 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 		return nil, false
 	}
 	ln.unkeep(t)
+	if t.probe != nil {
+		t.probe.probe = now
+	}
 	share := ln.share()
 	ln.req.sent(now, 1, share)
 	ln.tok.sent(now, t.tokens, share)
 	return &Permit{lane: ln, tokens: t.tokens, sent: now, seq: ln.gate.policy.sent(now), share: share,
-		seqReq: ln.req.count, seqTok: ln.tok.count}, false
+		seqReq: ln.req.count, seqTok: ln.tok.count, probe: t.probe}, false
 }
 
 // tick lets the policies judge what time has shown. ln.mu is held.

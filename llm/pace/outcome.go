@@ -41,6 +41,7 @@ type Permit struct {
 	seqTok float64
 	share  float64 // the processes it stands for in the estimators' counts (see Sharer): 1 alone
 	free   func()  // gives back its slot shared with other processes; nil: none
+	probe  *window // the window it went to probe (see roomOrProbe); nil: none
 	done   bool
 }
 
@@ -111,8 +112,12 @@ func (ln *lane) admitted(p *Permit, now time.Time) {
 // holds only its own request: the gate keeps the others under the cap.
 // ln.mu is held.
 func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
-	if o.Keyed || ln.contradicted(o, now) {
-		// The key rests, the others go on; or it costs its own Retry-After, no more.
+	if o.Keyed || ln.contradicted(o, now) || p.probe != nil {
+		// The key rests, the others go on; or it costs its own Retry-After,
+		// no more; or a probe found the hold real (see roomOrProbe).
+		if p.probe != nil {
+			p.probe.probed = true
+		}
 		ln.answered(p, now, lostIt)
 		return o.Hint
 	}

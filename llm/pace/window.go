@@ -2,7 +2,6 @@ package pace
 
 import (
 	"cmp"
-	"math"
 	"time"
 )
 
@@ -35,8 +34,8 @@ type Reading struct {
 // it for the length, what it counted besides (other clients', refusals it
 // counts) until the reset, and what the lane sent since; and it takes the
 // room to come back no faster than a window's worth over the length from
-// the reading (see pace). A bucket is followed as it refills (see level).
-// Time and the lane's running count of units sent are passed in; the lane
+// the reading (see pace). A bucket is followed as it refills (see level),
+// a sliding counter as it weighs (see counter). Time and the lane's running count of units sent are passed in; the lane
 // owns it.
 type window struct {
 	limit  int           // the server's limit; 0: not known
@@ -52,6 +51,10 @@ type window struct {
 	most   int           // the most a reading said was left
 	fine   bool          // a reset was given finer than in whole seconds
 	length time.Duration // the window's length, when told; 0 otherwise
+	ctr    counter       // a sliding counter's, once its resets tell it is one
+	probe  time.Time     // when the newest request sent to see whether room came back went (see roomOrProbe)
+	probed bool          // one was refused: the hold is real
+	told   float64       // the rate the user told, units a second; 0: none
 	log    sendLog       // what the lane sent, when
 	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
 	stood  bool          // the reset held has been told alike by requests sent apart
@@ -62,9 +65,22 @@ type window struct {
 // request was sent is a little early against the server's clock.
 func (w *window) guard() time.Duration { return min(50*time.Millisecond, w.period/50) }
 
-// span is how long a unit stays in the window at most: its told length,
-// else the longest reset seen; the guard added.
-func (w *window) span() time.Duration { return cmp.Or(w.length, w.period) + w.guard() }
+// span is how long a unit stays in the window at most: its told length, a
+// sliding counter's, the length a told rate gives it, else the longest
+// reset seen; the guard added.
+func (w *window) span() time.Duration {
+	return cmp.Or(w.length, w.ctr.length, w.toldLength(), w.period) + w.guard()
+}
+
+// toldLength is the length a told rate gives a window of a limit said
+// (its limit over the rate), when no longer than any reset seen; 0 if not
+// known.
+func (w *window) toldLength() time.Duration {
+	if w.told <= 0 || w.limit <= 0 {
+		return 0
+	}
+	return min(time.Duration(float64(w.limit)/w.told*float64(time.Second)), w.period)
+}
 
 // sent records that the lane's count reached count at now.
 func (w *window) sent(now time.Time, count float64) {
@@ -101,62 +117,10 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.lo = max(seq-used, inWindow)
 	w.excess = used - (seq - w.lo)
 	w.base = float64(r.Left) + used
+	if w.counting() {
+		w.ctr.read(&w.log, used, sentAt, r.Reset, seq)
+	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
-}
-
-// stand tells a fixed window by its reset: it stands still while the
-// window counts (told alike, within its resolution, by requests sent
-// apart) and, once reached, moves on by a period. A sliding counter's
-// stands still too but moves on before it is reached; a sliding log's and
-// a bucket's move with every request. A window whose resets are told too
-// coarsely for its period (whole seconds of a 1 s window) is not taken
-// for a wall: its ends are not known well enough.
-func (w *window) stand(reset, sentAt time.Time) {
-	tol := 20 * time.Millisecond
-	if !w.fine {
-		tol = time.Second
-	}
-	switch d := reset.Sub(w.reset); {
-	case w.reset.IsZero():
-		w.from = sentAt
-	case d.Abs() <= tol:
-		w.stood = w.stood || sentAt.Sub(w.from) >= tol
-	default:
-		if w.stood && d > 0 {
-			// Its end must be known well within a period to be of use.
-			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period
-		}
-		w.stood, w.from = false, sentAt
-	}
-}
-
-// judge tells a bucket by how the reset moved since the reading held: a
-// bucket's reset is the time to refill what is used, so it keeps in step
-// with Limit-Left; a window's (a wall's end, or when the newest unit
-// leaves) does not. Only readings whose use differs by a fifth can tell,
-// and only by more than timing noise (a whole second, for resets given in
-// seconds).
-func (w *window) judge(r Reading, sentAt time.Time) {
-	used, usedThen := float64(w.limit-r.Left), float64(w.limit)-w.left
-	if w.reset.IsZero() || w.limit <= 0 || used <= 0 || usedThen <= 0 ||
-		math.Abs(used-usedThen) < max(2, usedThen/5) {
-		return
-	}
-	then := w.reset.Sub(w.at) - w.guard()
-	asBucket := time.Duration(float64(then) * used / usedThen)
-	asWall, asLog := then-sentAt.Sub(w.at), then // a wall's end comes nearer; a log's newest unit is this one
-	noise := 20 * time.Millisecond
-	if !w.fine {
-		noise = time.Second
-	}
-	if min((asBucket-asWall).Abs(), (asBucket-asLog).Abs()) <= noise {
-		return // too near to tell
-	}
-	if (r.Reset - asBucket).Abs() < min((r.Reset-asWall).Abs(), (r.Reset-asLog).Abs()) {
-		w.refill = used / r.Reset.Seconds()
-	} else {
-		w.refill = 0
-	}
 }
 
 // room reports whether n units fit now, besides kept (units promised to
@@ -175,6 +139,8 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 		return true, 0
 	case kept == 0 && w.limit > 0 && n > float64(w.limit) && avail >= float64(w.limit):
 		return true, 0 // bigger than a whole window, into an untouched one: servers admit it
+	case w.counting() && min(n+kept, float64(w.limit)) > avail:
+		return false, w.ctr.wait(&w.log, now, min(n+kept, float64(w.limit))-avail)
 	case w.refill > 0:
 		d := time.Duration((min(n+kept, float64(w.limit))-avail)/w.refill*float64(time.Second)) + time.Millisecond
 		return false, max(d, time.Millisecond)
@@ -189,8 +155,14 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 	return false, max(w.until(now, count, need).Sub(now), time.Millisecond)
 }
 
+// counting reports whether the window is followed as a sliding counter.
+func (w *window) counting() bool { return w.ctr.length > 0 && w.limit > 0 && w.refill == 0 }
+
 // avail is what is left now.
 func (w *window) avail(now time.Time, count float64) float64 {
+	if w.counting() {
+		return w.ctr.avail(&w.log, now, count, w.limit)
+	}
 	since := count - w.seq
 	if w.refill > 0 {
 		return w.level(now, count)

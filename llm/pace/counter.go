@@ -1,0 +1,159 @@
+package pace
+
+import (
+	"time"
+)
+
+// A counter follows a sliding counter (Cloudflare's, HAProxy's stick
+// tables, the "sliding window" of Kong and of Redis libraries): the server
+// counts a fixed window's units and those of the window before, weighed by
+// the share of it still within a window's length back from now. A unit so
+// counted weighs off over the window after its own, not all at once.
+//
+// A counter is told by its reset (see window.stand): while it counts
+// anything it says when the count will be 0, the end of the next window,
+// so the reset stands still through a fixed window and moves on by the
+// length before it is reached; moved alike twice, it is taken for a
+// counter. From then on the tracker counts as the server does: the lane's
+// own units by the fixed windows' ends (a reset is one), and what the
+// server counted besides (other clients', refusals it counts) as sent in
+// the window of the reading, weighed off with it.
+type counter struct {
+	length time.Duration // the fixed windows' length; 0: not known to be a counter
+	moved  time.Duration // the last move of a reset before it was reached, if it could be a counter's
+	to     time.Time     // where that move went
+	edge   time.Time     // an end of a fixed window, as the lane's sends see it
+	excess float64       // what the newest reading counted besides the lane's units
+	at     time.Time     // when that reading's request went
+}
+
+// move notes that a reset that stood still for stood moved on by d, to
+// to, before it was reached; tol is the resets' resolution. A counter's
+// stands a whole fixed window, or most of one, and its resets are all ends
+// of windows: the move before went to an end a whole number of lengths
+// from this one. (A bucket's stands while it refills with nothing taken,
+// and moves by what the next request takes, so a bucket of requests of
+// one size moves alike; it stands a while, not a window, and its resets
+// fall anywhere.)
+func (c *counter) move(d, stood, tol time.Duration, to time.Time) {
+	if d < 10*tol || stood < d/2 {
+		c.moved = 0
+		return
+	}
+	if c.moved > 0 && (d-c.moved).Abs() <= tol {
+		off := to.Sub(c.to) % d
+		if min(off, d-off) <= tol {
+			c.length = d
+		}
+	}
+	c.moved, c.to = d, to
+}
+
+// start is when the fixed window that t is in began.
+func (c *counter) start(t time.Time) time.Time {
+	k := t.Sub(c.edge) / c.length
+	if t.Before(c.edge.Add(k * c.length)) {
+		k--
+	}
+	return c.edge.Add(k * c.length)
+}
+
+// own is the server's count at t of the lane's units, count of them sent
+// by then: those of the fixed window t is in, and those of the window
+// before weighed by its share still within a length back from t.
+func (c *counter) own(log *sendLog, t time.Time, count float64) float64 {
+	s := c.start(t)
+	before := log.countAt(s.Add(-1))
+	prev := before - log.countAt(s.Add(-c.length-1))
+	return count - before + prev*(1-c.into(t, s))
+}
+
+// into is the share of the fixed window begun at s that has gone by t.
+func (c *counter) into(t, s time.Time) float64 {
+	return t.Sub(s).Seconds() / c.length.Seconds()
+}
+
+// read takes in a reading that counted used, of the request sent at
+// sentAt when the lane's count was seq, whose reset came reset after.
+func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.Duration, seq float64) {
+	c.edge = sentAt.Add(reset)
+	c.excess = max(used-c.own(log, sentAt, seq), 0)
+	c.at = sentAt
+}
+
+// besides is what the newest reading counted besides the lane's units,
+// as it weighs at t.
+func (c *counter) besides(t time.Time) float64 {
+	s, then := c.start(t), c.start(c.at)
+	switch {
+	case s.Equal(then):
+		return c.excess
+	case s.Equal(then.Add(c.length)):
+		return c.excess * (1 - c.into(t, s))
+	}
+	return 0
+}
+
+// avail is what the server has left at now, of limit.
+func (c *counter) avail(log *sendLog, now time.Time, count float64, limit int) float64 {
+	return float64(limit) - c.own(log, now, count) - c.besides(now)
+}
+
+// wait is how long until need more units are left, if nothing more is
+// sent: the window before weighs off over this one; past its end, what
+// this one counted starts to.
+func (c *counter) wait(log *sendLog, now time.Time, need float64) time.Duration {
+	s := c.start(now)
+	end := s.Add(c.length)
+	weighing := log.countAt(s.Add(-1)) - log.countAt(s.Add(-c.length-1))
+	if c.start(c.at).Equal(s.Add(-c.length)) {
+		weighing += c.excess
+	}
+	if perSec := weighing / c.length.Seconds(); perSec > 0 {
+		if d := time.Duration(need / perSec * float64(time.Second)); now.Add(d).Before(end) {
+			return max(d, time.Millisecond)
+		}
+	}
+	return end.Sub(now) + time.Millisecond
+}
+
+// roomOrProbe is room, and when there is none, whether n units (kept
+// none) may go to probe; if they may later, wait is no longer than until
+// then.
+//
+// A probe is a request let go although the window has not the room for
+// it, to test whether it is a sliding counter. A counter's reset reaches
+// up to twice its length past its units, so the tracker, not told the
+// length, holds them that long (see span); a lane that then sends only at
+// resets would never show it that room came back from half of it on. So,
+// in a window whose kind is not known and whose length is not told, one
+// request goes as far into the second half of the reset held as a counter
+// of half that length would take to give it back. Admitted, its reading
+// tells what is left (and the reset's move, the counter); refused, the
+// hold is real, and no other goes.
+func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wait time.Duration, probe bool) {
+	if ok, wait = w.room(now, count, n, kept); ok || kept > 0 {
+		return ok, wait, false
+	}
+	at, may := w.probeAt(now, n)
+	switch {
+	case !may:
+		return false, wait, false
+	case now.Before(at):
+		return false, min(wait, at.Sub(now)), false
+	}
+	return true, 0, true
+}
+
+// probeAt is when n units may go to probe (see roomOrProbe): as far into
+// the second half of the longest reset seen as a counter of half that
+// length takes to give them back, and a tenth more; ok is false if they
+// may not.
+func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
+	if w.limit <= 0 || w.length > 0 || w.counting() || w.refill > 0 || w.wall || w.probed ||
+		n > w.base || !now.Before(w.reset) || (!w.probe.IsZero() && !w.at.After(w.probe)) {
+		return time.Time{}, false
+	}
+	half := w.period / 2
+	return w.reset.Add(-half + time.Duration(float64(half)*min(1, n/w.base+0.1))), true
+}

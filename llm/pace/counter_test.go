@@ -1,0 +1,206 @@
+package pace
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// counterReading is what a sliding counter of 20 a second, its fixed
+// windows ending on whole seconds, says to a request sent at sent (in the
+// window of second k): used counted, and the reset at the end of the next
+// window.
+func counterReading(sent time.Duration, used int) Reading {
+	end := sent.Truncate(time.Second) + 2*time.Second
+	return Reading{Told: true, Limit: 20, Left: 20 - used, Reset: end - sent}
+}
+
+// counted is a window that has followed 20 sends spread over [0, 1) and
+// 10 over [1, 1.5) s, each read as a sliding counter counts it (the lane's
+// own only), so its resets have moved on twice.
+func counted(t *testing.T) *window {
+	t.Helper()
+	ms := time.Millisecond
+	var w window
+	seq := 0.0
+	send := func(at0 time.Duration, used func(time.Duration) int) {
+		seq++
+		w.sent(at(at0), seq)
+		w.read(counterReading(at0, used(at0)), at(at0), at(at0+10*ms), seq)
+	}
+	for i := range 20 {
+		send(time.Duration(i)*50*ms, func(time.Duration) int { return i + 1 })
+	}
+	for i := range 10 {
+		// In the second window: the first's 20 weighed by what is left of
+		// it, and its own.
+		send(time.Second+time.Duration(i)*50*ms, func(s time.Duration) int {
+			into := float64(s-time.Second) / float64(time.Second)
+			return int(20*(1-into) + float64(i+1) + 0.999) // the server rounds up
+		})
+	}
+	// A third window's first send moves the reset on again.
+	send(2*time.Second, func(time.Duration) int { return int(10*1.0 + 1) })
+	if w.ctr.length != time.Second {
+		t.Fatalf("after two moves of the reset by 1 s before it was reached, the counter's length = %v, want 1s", w.ctr.length)
+	}
+	return &w
+}
+
+// TestCounterTold: a reset that stands still through a fixed window and
+// moves on by a length before it is reached, twice alike, is a sliding
+// counter's; a move once, or a wall's, is not.
+func TestCounterTold(t *testing.T) {
+	counted(t)
+	ms := time.Millisecond
+	var once window
+	once.read(counterReading(0, 1), at(0), at(10*ms), 1)
+	once.read(counterReading(500*ms, 10), at(500*ms), at(510*ms), 10)
+	once.read(counterReading(1100*ms, 20), at(1100*ms), at(1110*ms), 21)
+	if once.ctr.length != 0 {
+		t.Errorf("one move: taken for a counter of %v", once.ctr.length)
+	}
+	var wall window
+	r := func(left int, reset time.Duration) Reading {
+		return Reading{Told: true, Limit: 20, Left: left, Reset: reset}
+	}
+	for k := range 3 {
+		base := time.Duration(k) * time.Second
+		wall.read(r(19, time.Second), at(base), at(base+10*ms), float64(20*k+1))
+		wall.read(r(10, 600*ms), at(base+400*ms), at(base+410*ms), float64(20*k+10))
+	}
+	if wall.ctr.length != 0 || !wall.wall {
+		t.Errorf("a wall: counter %v, wall %v; want no counter, a wall", wall.ctr.length, wall.wall)
+	}
+}
+
+// TestCounterRoom: once told a counter, the tracker counts the lane's
+// units as the server does: the window before weighed by its share left.
+func TestCounterRoom(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name     string
+		now      time.Duration
+		n        float64
+		wantOK   bool
+		wantWait time.Duration // within 10 ms
+	}{
+		// At 2.0 s: the second window's 10, its first send of the third (1).
+		{"at the edge, the window before counts whole", 2000 * ms, 10, false, 100 * ms},
+		{"what it holds less the lane's", 2000 * ms, 9, true, 0},
+		// At 2.5 s: 10 x 0.5 + 1 = 6 counted.
+		{"half through, half the window before is back", 2500 * ms, 14, true, 0},
+		{"more than that waits as the window before weighs off", 2500 * ms, 16, false, 200 * ms},
+		{"past what the window before gives back: its end", 2500 * ms, 19.5, false, 501 * ms},
+	}
+	for _, tt := range tests {
+		w := counted(t)
+		ok, wait := w.room(at(tt.now), 31, tt.n, 0)
+		if ok != tt.wantOK || (!ok && (wait-tt.wantWait).Abs() > 10*ms) {
+			t.Errorf("%s: room(%v, %v) = %v, %v; want %v, %v", tt.name, tt.now, tt.n, ok, wait, tt.wantOK, tt.wantWait)
+		}
+	}
+}
+
+// TestCounterBesides: what the server counted besides the lane's own (here
+// 5 refusals it counts) weighs off with the window it was counted in.
+func TestCounterBesides(t *testing.T) {
+	ms := time.Millisecond
+	w := counted(t)
+	w.sent(at(2100*ms), 32)
+	w.read(counterReading(2100*ms, 16) /* 10 x 0.9 + 2 + 5, rounded up */, at(2100*ms), at(2110*ms), 32)
+	for _, tt := range []struct {
+		now  time.Duration
+		want float64
+	}{{2500 * ms, 5}, {3500 * ms, 2.5}, {4200 * ms, 0}} {
+		if got := w.ctr.besides(at(tt.now)); (got-tt.want) > 0.6 || (tt.want-got) > 0.6 {
+			t.Errorf("besides at %v = %.2f, want %.1f", tt.now, got, tt.want)
+		}
+	}
+}
+
+// TestProbe: a window whose resets reach twice a counter's length, not
+// told its kind, lets one request go into the second half of the reset
+// held, as far as a counter of half would take to give it back; not
+// before, not a second while one is out, and none once one was refused.
+func TestProbe(t *testing.T) {
+	ms := time.Millisecond
+	fresh := func() *window {
+		var w window
+		for i := range 20 {
+			w.sent(at(time.Duration(i)*10*ms), float64(i+1))
+			w.read(counterReading(time.Duration(i)*10*ms, i+1), at(time.Duration(i)*10*ms), at(time.Duration(i)*10*ms+5*ms), float64(i+1))
+		}
+		return &w // 20 sent by 0.19 s; reset at 2 s
+	}
+	w := fresh() // the reset held ends at 2.04 s (the guard added), so the probe of one unit goes at 1.04 + 0.15 s
+	if ok, wait, probe := w.roomOrProbe(at(500*ms), 20, 1, 0); ok || probe || (wait-690*ms).Abs() > 10*ms {
+		t.Errorf("at 0.5 s: %v, %v, probe %v; want a wait until the probe at ~1.19 s", ok, wait, probe)
+	}
+	if ok, _, probe := w.roomOrProbe(at(1200*ms), 20, 1, 0); !ok || !probe {
+		t.Errorf("at 1.2 s: %v, probe %v; want a probe", ok, probe)
+	}
+	if _, _, probe := w.roomOrProbe(at(1200*ms), 20, 10, 0); probe {
+		t.Errorf("10 of 20 at 1.2 s went to probe; a counter of 1 s gives them back from 1.6 s")
+	}
+	if _, _, probe := w.roomOrProbe(at(1200*ms), 20, 1, 5); probe {
+		t.Errorf("a probe went past room kept for another")
+	}
+	w.probe = at(1200 * ms)
+	if _, _, probe := w.roomOrProbe(at(1300*ms), 20, 1, 0); probe {
+		t.Errorf("a second probe while the first is out")
+	}
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 840 * ms}, at(1200*ms+1), at(1300*ms), 21) // refused: the same reset
+	w.probed = true
+	if _, _, probe := w.roomOrProbe(at(1500*ms), 21, 1, 0); probe {
+		t.Errorf("a probe after one was refused")
+	}
+	told := fresh()
+	told.length = 2 * time.Second
+	if _, _, probe := told.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
+		t.Errorf("a probe in a window of told length")
+	}
+}
+
+// TestProbeRefused: a probe the server refuses waits its own hint, and
+// neither pauses the lane nor cuts its pace: it tested the tracker's hold,
+// not the rate; no other probe follows.
+func TestProbeRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Adapt: true, Concurrency: 32})
+		for i := range 20 {
+			p, err := l.Acquire(t.Context(), "m", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			p.Done(Outcome{Result: Admitted, Requests: counterReading(time.Duration(i)*5*time.Millisecond, i+1)})
+		}
+		start := time.Now()
+		p, err := l.Acquire(t.Context(), "m", 1) // held until the probe, past half of the 2 s reset
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited < time.Second || waited > 1200*time.Millisecond {
+			t.Fatalf("the probe went after %v, want after a second and some", waited)
+		}
+		ln := l.lane("m")
+		ln.mu.Lock()
+		rate := ln.req.est.rate
+		ln.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		wait := p.Done(Outcome{Result: Refused, Hint: 300 * time.Millisecond,
+			Requests: Reading{Told: true, Limit: 20, Left: 0, Reset: 2*time.Second - time.Since(start) - 100*time.Millisecond}})
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		if wait < 300*time.Millisecond {
+			t.Errorf("the refused probe waits %v, want its hint", wait)
+		}
+		if ln.until.After(ln.l.now()) || ln.req.est.rate != rate {
+			t.Errorf("the refused probe paused the lane until %v or moved its pace from %v to %v", ln.until, rate, ln.req.est.rate)
+		}
+		if !ln.req.win.probed {
+			t.Errorf("no note that the probe was refused")
+		}
+	})
+}

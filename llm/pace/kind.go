@@ -1,0 +1,69 @@
+package pace
+
+import (
+	"math"
+	"time"
+)
+
+// How the tracker tells what kind of window it follows: a fixed window (a
+// wall) and a sliding counter by how their resets stand and move (stand),
+// a bucket by resets in step with what is used (judge); anything else is
+// followed as a sliding log.
+
+// stand tells a fixed window by its reset: it stands still while the
+// window counts (told alike, within its resolution, by requests sent
+// apart) and, once reached, moves on by a period. A sliding counter's
+// stands still too but moves on by its length before it is reached (see
+// counter.move); a sliding log's and a bucket's move with every request. A window whose resets are told too
+// coarsely for its period (whole seconds of a 1 s window) is not taken
+// for a wall: its ends are not known well enough.
+func (w *window) stand(reset, sentAt time.Time) {
+	tol := 20 * time.Millisecond
+	if !w.fine {
+		tol = time.Second
+	}
+	switch d := reset.Sub(w.reset); {
+	case w.reset.IsZero():
+		w.from = sentAt
+	case d.Abs() <= tol:
+		w.stood = w.stood || sentAt.Sub(w.from) >= tol
+	default:
+		if w.stood && d > 0 {
+			// Its end must be known well within a period to be of use.
+			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period && w.ctr.length == 0
+			if sentAt.Before(w.reset.Add(-w.guard())) {
+				w.ctr.move(d, sentAt.Sub(w.from), tol, reset)
+			}
+		}
+		w.stood, w.from = false, sentAt
+	}
+}
+
+// judge tells a bucket by how the reset moved since the reading held: a
+// bucket's reset is the time to refill what is used, so it keeps in step
+// with Limit-Left; a window's (a wall's end, or when the newest unit
+// leaves) does not. Only readings whose use differs by a fifth can tell,
+// and only by more than timing noise (a whole second, for resets given in
+// seconds).
+func (w *window) judge(r Reading, sentAt time.Time) {
+	used, usedThen := float64(w.limit-r.Left), float64(w.limit)-w.left
+	if w.reset.IsZero() || w.limit <= 0 || used <= 0 || usedThen <= 0 ||
+		math.Abs(used-usedThen) < max(2, usedThen/5) {
+		return
+	}
+	then := w.reset.Sub(w.at) - w.guard()
+	asBucket := time.Duration(float64(then) * used / usedThen)
+	asWall, asLog := then-sentAt.Sub(w.at), then // a wall's end comes nearer; a log's newest unit is this one
+	noise := 20 * time.Millisecond
+	if !w.fine {
+		noise = time.Second
+	}
+	if min((asBucket-asWall).Abs(), (asBucket-asLog).Abs()) <= noise {
+		return // too near to tell
+	}
+	if (r.Reset - asBucket).Abs() < min((r.Reset-asWall).Abs(), (r.Reset-asLog).Abs()) {
+		w.refill = used / r.Reset.Seconds()
+	} else {
+		w.refill = 0
+	}
+}
