@@ -1,8 +1,6 @@
 package pace
 
-import (
-	"time"
-)
+import "time"
 
 // A counter follows a sliding counter (Cloudflare's, HAProxy's stick
 // tables, the "sliding window" of Kong and of Redis libraries): the server
@@ -25,6 +23,7 @@ type counter struct {
 	edge   time.Time     // an end of a fixed window, as the lane's sends see it
 	excess float64       // what the newest reading counted besides the lane's units
 	at     time.Time     // when that reading's request went
+	slack  time.Duration // how much earlier than the true one edge may be
 }
 
 // move notes that a reset that stood still for stood moved on by d, to
@@ -68,15 +67,38 @@ func (c *counter) own(log *sendLog, t time.Time, count float64) float64 {
 	return count - before + prev*(1-c.into(t, s))
 }
 
-// into is the share of the fixed window begun at s that has gone by t.
+// into is the share of the fixed window begun at s that has gone by t,
+// as late as the end told may be (its slack): the window before weighs no
+// less than the server's.
 func (c *counter) into(t, s time.Time) float64 {
-	return t.Sub(s).Seconds() / c.length.Seconds()
+	return max(t.Sub(s)-c.slack, 0).Seconds() / c.length.Seconds()
 }
 
 // read takes in a reading that counted used, of the request sent at
-// sentAt when the lane's count was seq, whose reset came reset after.
-func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.Duration, seq float64) {
-	c.edge = sentAt.Add(reset)
+// sentAt when the lane's count was seq, whose reset came reset after. A
+// reset in whole seconds is rounded up, so the end it tells may be up to a
+// second late, and one told late leaves the units sent just after the
+// window before began out of it: the end is taken a second earlier, and
+// the latest so taken on the same grid is kept (each is before the true
+// end), and the window before weighs off a second later (see into). A
+// finer reset may be early or late by the way to the server (guard).
+func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.Duration, seq float64, coarse bool, guard time.Duration) {
+	edge := sentAt.Add(reset)
+	c.slack = guard
+	if coarse {
+		c.slack = time.Second
+		edge = edge.Add(-time.Second)
+		if !c.edge.IsZero() {
+			k := (edge.Sub(c.edge) + c.length/2) / c.length
+			if e := edge.Add(-k * c.length); (e.Sub(c.edge)).Abs() <= time.Second {
+				edge = e
+				if e.Before(c.edge) {
+					edge = c.edge
+				}
+			}
+		}
+	}
+	c.edge = edge
 	c.excess = max(used-c.own(log, sentAt, seq), 0)
 	c.at = sentAt
 }
@@ -110,7 +132,8 @@ func (c *counter) wait(log *sendLog, now time.Time, need float64) time.Duration 
 		weighing += c.excess
 	}
 	if perSec := weighing / c.length.Seconds(); perSec > 0 {
-		if d := time.Duration(need / perSec * float64(time.Second)); now.Add(d).Before(end) {
+		d := time.Duration(need/perSec*float64(time.Second)) + max(s.Add(c.slack).Sub(now), 0)
+		if now.Add(d).Before(end) {
 			return max(d, time.Millisecond)
 		}
 	}

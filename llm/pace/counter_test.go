@@ -86,11 +86,12 @@ func TestCounterRoom(t *testing.T) {
 		wantWait time.Duration // within 10 ms
 	}{
 		// At 2.0 s: the second window's 10, its first send of the third (1).
-		{"at the edge, the window before counts whole", 2000 * ms, 10, false, 100 * ms},
+		{"at the edge, the window before counts whole, till the guard after", 2000 * ms, 10, false, 140 * ms},
 		{"what it holds less the lane's", 2000 * ms, 9, true, 0},
-		// At 2.5 s: 10 x 0.5 + 1 = 6 counted.
-		{"half through, half the window before is back", 2500 * ms, 14, true, 0},
-		{"more than that waits as the window before weighs off", 2500 * ms, 16, false, 200 * ms},
+		// At 2.5 s: 10 x 0.5 + 1 = 6 counted; 6.4 as the window before
+		// weighs off from the guard (40 ms) after its end.
+		{"half through, half the window before is back", 2500 * ms, 13.5, true, 0},
+		{"more than that waits as the window before weighs off", 2500 * ms, 16, false, 240 * ms},
 		{"past what the window before gives back: its end", 2500 * ms, 19.5, false, 501 * ms},
 	}
 	for _, tt := range tests {
@@ -203,4 +204,37 @@ func TestProbeRefused(t *testing.T) {
 			t.Errorf("no note that the probe was refused")
 		}
 	})
+}
+
+// TestCounterOfToldLength: a reset beyond the window's told length is a
+// sliding counter's (no other kind keeps a unit longer); told in whole
+// seconds, rounded up, its ends are taken a second early, the latest so
+// taken kept, and the window before weighs off a second late.
+func TestCounterOfToldLength(t *testing.T) {
+	var w window
+	for i := range 24 {
+		sent := time.Duration(i) * 500 * time.Millisecond / 23 // 24 over the first half second
+		reset := (2*time.Minute - sent + time.Second - 1).Truncate(time.Second)
+		w.sent(at(sent), float64(i+1))
+		w.read(Reading{Told: true, Limit: 24, Left: 23 - i, Reset: reset, Window: time.Minute}, at(sent), at(sent+50*time.Millisecond), float64(i+1))
+	}
+	if !w.counting() || w.ctr.length != time.Minute {
+		t.Fatalf("counting %v, length %v; want a counter of a minute", w.counting(), w.ctr.length)
+	}
+	if want := at(119500 * time.Millisecond); !w.ctr.edge.Equal(want) {
+		t.Errorf("edge %v, want %v (the latest of the ends told, a second early)", w.ctr.edge.Sub(at(0)), want.Sub(at(0)))
+	}
+	// At 65 s the window before (from 59.5 s) weighs 1 - 4.5/60 of its 24:
+	// 22.2 counted, room for one.
+	if ok, _ := w.room(at(65*time.Second), 24, 1, 0); !ok {
+		t.Errorf("no room for one at 65 s")
+	}
+	if ok, _ := w.room(at(65*time.Second), 24, 2, 0); ok {
+		t.Errorf("room for two at 65 s")
+	}
+	var log window
+	log.read(Reading{Told: true, Limit: 24, Left: 23, Reset: time.Minute, Window: time.Minute}, at(0), at(time.Second), 1)
+	if log.counting() {
+		t.Errorf("a reset of the told length made a counter")
+	}
 }

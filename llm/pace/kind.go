@@ -34,8 +34,25 @@ func (w *window) stand(reset, sentAt time.Time) {
 			if sentAt.Before(w.reset.Add(-w.guard())) {
 				w.ctr.move(d, sentAt.Sub(w.from), tol, reset)
 			}
+			if w.ctr.length > 0 {
+				w.refill = 0
+			}
 		}
 		w.stood, w.from = false, sentAt
+	}
+}
+
+// beyond tells a sliding counter by a reset beyond the window's told
+// length: no other kind keeps a unit longer than its length, but a
+// counter's units weigh off over the window after their own, and its reset
+// says when all have.
+func (w *window) beyond(r Reading) {
+	tol := 20 * time.Millisecond
+	if !w.fine {
+		tol = time.Second
+	}
+	if w.ctr.length == 0 && r.Window > 0 && r.Reset > r.Window+tol {
+		w.ctr.length, w.refill = r.Window, 0
 	}
 }
 
@@ -44,10 +61,10 @@ func (w *window) stand(reset, sentAt time.Time) {
 // with Limit-Left; a window's (a wall's end, or when the newest unit
 // leaves) does not. Only readings whose use differs by a fifth can tell,
 // and only by more than timing noise (a whole second, for resets given in
-// seconds).
+// seconds); a window told a sliding counter is none.
 func (w *window) judge(r Reading, sentAt time.Time) {
 	used, usedThen := float64(w.limit-r.Left), float64(w.limit)-w.left
-	if w.reset.IsZero() || w.limit <= 0 || used <= 0 || usedThen <= 0 ||
+	if w.reset.IsZero() || w.limit <= 0 || w.ctr.length > 0 || used <= 0 || usedThen <= 0 ||
 		math.Abs(used-usedThen) < max(2, usedThen/5) {
 		return
 	}

@@ -108,6 +108,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.stand(reset, sentAt)
+	w.beyond(r)
 	w.period = max(w.period, r.Reset, r.Window)
 	inWindow := w.log.countAt(sentAt.Add(-w.span()))
 	used := seq - inWindow // not told: what the lane sent in the window
@@ -118,7 +119,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.excess = used - (seq - w.lo)
 	w.base = float64(r.Left) + used
 	if w.counting() {
-		w.ctr.read(&w.log, used, sentAt, r.Reset, seq)
+		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, !w.fine, w.guard())
 	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
 }
@@ -156,7 +157,7 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 }
 
 // counting reports whether the window is followed as a sliding counter.
-func (w *window) counting() bool { return w.ctr.length > 0 && w.limit > 0 && w.refill == 0 }
+func (w *window) counting() bool { return w.ctr.length > 0 && w.limit > 0 }
 
 // avail is what is left now.
 func (w *window) avail(now time.Time, count float64) float64 {
