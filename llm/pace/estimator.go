@@ -78,6 +78,7 @@ type pending struct {
 type epoch struct {
 	start             time.Time
 	sent              float64       // units sent since start
+	biggest           float64       // the most units one request of those took
 	admitted, refused float64       // units of those answered, admitted and refused
 	answers, nays     int           // requests answered, and of those refused
 	first             time.Time     // when the first was answered
@@ -94,6 +95,7 @@ func newEstimator(ceil float64, adapt bool, now time.Time) estimator {
 // sent counts n units sent. A pace never goes under one such a minute.
 func (e *estimator) sent(n float64) {
 	e.ep.sent += n
+	e.ep.biggest = max(e.ep.biggest, n)
 	e.floor = max(e.floor, min(n/60, e.ceil))
 }
 
@@ -211,9 +213,11 @@ func (e *estimator) tick(now time.Time) {
 }
 
 // used reports whether the pace was used since the epoch began: raising
-// a pace nobody reached tests nothing.
+// a pace nobody reached tests nothing. Requests of many units leave part
+// of a pace unused that the next one did not fit in (a long prompt waits
+// for a whole one of its size): up to the biggest is allowed for.
 func (e *estimator) used(now time.Time) bool {
-	return e.ep.sent >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
+	return e.ep.sent+e.ep.biggest >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
 }
 
 // answered counts an answer seen at now.

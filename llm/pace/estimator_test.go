@@ -120,6 +120,14 @@ func TestEstimator(t *testing.T) {
 		{"a span not used does not climb: raising a pace nobody reached tests nothing",
 			estimator{ceil: inf, adapt: true, rate: 10, bad: 20, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}},
 			cat(repeat(3, 100*time.Millisecond, step{what: "send", n: 1}), []step{{what: "tick", seen: time.Second}}), 10},
+		{"long prompts leave part of a pace unused: up to the biggest is allowed for",
+			// 8,000 a second, 3 of 2,000 and 3 of 300 sent over the second
+			// (6,900): under 0.9 of the pace, but the next long one would
+			// not have fit.
+			estimator{ceil: inf, adapt: true, rate: 8000, bad: 16000, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(3, 300*time.Millisecond, step{what: "send", n: 2000}), repeat(3, 300*time.Millisecond, step{what: "send", n: 300}),
+				repeat(8, 100*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 862.5}),
+				[]step{{what: "tick", seen: time.Second}}), 8000 * (1 + (climb-1)/2)},
 		{"settled near the rate refused: it holds for its patience",
 			estimator{ceil: inf, adapt: true, rate: 19.5, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
 			cat(sendOK(40, 100*time.Millisecond),
