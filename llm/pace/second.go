@@ -28,13 +28,10 @@ import "time"
 // besides the room kept (for a request of kept units); when not, wait is
 // how long until they might.
 func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.Duration) {
-	if q.lim == nil || q.win.refill > 0 || q.win.wall {
-		return true, 0 // no pace, or a server whose window the tracker has told
-	}
-	most := float64(q.lim.Limit()) // a second's worth
-	if n > most {
+	if !q.keptBySecond(n) {
 		return true, 0
 	}
+	most := float64(q.lim.Limit()) // a second's worth
 	if kept > most {
 		kept = 0 // the kept request is not held by the second
 	}
@@ -57,6 +54,14 @@ func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.
 		return true, 0
 	}
 	return false, max(q.fitAt(now, most, n).Sub(now), time.Millisecond)
+}
+
+// keptBySecond reports whether the own second keeps a request of n units
+// to the pace: there is one, n is no more than a second of it, and the
+// server's headers have not told a bucket or a fixed window (which the
+// tracker follows).
+func (q *quantity) keptBySecond(n float64) bool {
+	return q.lim != nil && q.win.refill == 0 && !q.win.wall && n > 0 && n <= float64(q.lim.Limit())
 }
 
 // roomAt is what the second ending at t (now or later) has left of most,

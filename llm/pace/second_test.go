@@ -2,6 +2,7 @@ package pace
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -61,4 +62,34 @@ func TestInSecond(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOwnSecondTakesNoTurn: a request the own second keeps to the pace
+// does not wait for the rate.Limiter too (which starts empty, and made a
+// second's sends lumped by long prompts fall a tenth short of the pace);
+// its turn is a debt that one longer than a second of the pace waits out.
+func TestOwnSecondTakesNoTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 60_000, Concurrency: 8}) // 1,000 a second
+		start := time.Now()
+		went := func(n int) time.Duration {
+			p, err := l.Acquire(t.Context(), "m", n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done(Outcome{Result: Admitted})
+			return time.Since(start)
+		}
+		if d := went(600); d != 0 {
+			t.Errorf("600 of a second's 1,000 went after %v, want at once", d)
+		}
+		if d := went(500); d != time.Second {
+			t.Errorf("500 more went after %v, want at 1 s, when the 600 left the second", d)
+		}
+		// 1,100 taken by 1 s as debt: 1,500 (over a second of the pace)
+		// waits for the rate.Limiter, 1.1 s of debt past 1 s.
+		if d := went(1500); d < 2*time.Second {
+			t.Errorf("1,500 went after %v, want after the debt, 2.1 s or later", d)
+		}
+	})
 }
