@@ -57,16 +57,19 @@ func TestLimiterTPM(t *testing.T) {
 		tokens []int
 		want   []time.Duration // when each Wait returns
 	}{
-		// The bucket holds a second's worth and starts empty, so the first
-		// request waits a second: a full bucket would crowd the first window.
+		// The bucket holds a second's worth and starts empty, so a request
+		// longer than a second's worth waits a second: a full bucket would
+		// crowd the first window. One no longer goes as the pace's own
+		// second has room (see inSecond), its turn a debt, unless a longer
+		// one's debt is still being paid.
 		{"a big request goes once a second's worth is in, the next when its debt is paid", 6000, []int{3000, 3000, 3000, 3000},
 			[]time.Duration{time.Second, 31 * time.Second, 61 * time.Second, 91 * time.Second}},
-		{"a request over a minute's budget too", 6000, []int{10000, 10000, 100},
+		{"a request over a minute's budget too, and a small one after waits its debt", 6000, []int{10000, 10000, 100},
 			[]time.Duration{time.Second, 101 * time.Second, 201 * time.Second}},
-		{"small requests at the rate", 6000, []int{100, 100, 100},
-			[]time.Duration{time.Second, 2 * time.Second, 3 * time.Second}},
+		{"small requests at the rate, a second apart", 6000, []int{100, 100, 100},
+			[]time.Duration{0, time.Second, 2 * time.Second}},
 		{"zero tokens take none", 60, []int{1, 0, 1},
-			[]time.Duration{time.Second, time.Second, 2 * time.Second}},
+			[]time.Duration{0, 0, time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,13 +16,14 @@ func (ln *lane) takePaces(ctx context.Context, tokens int, since time.Time) erro
 		return err
 	}
 	ln.mu.Lock()
-	if ln.tok.keptBySecond(float64(tokens)) {
+	if l, now := ln.tok.lim, ln.l.now(); ln.tok.keptBySecond(float64(tokens)) && l.TokensAt(now)-float64(tokens) >= -float64(l.Burst()) {
 		// The own second keeps it to the pace (see inSecond): waiting for
 		// the rate.Limiter as well, a second's sends lumped by long
 		// prompts fell short of it by a tenth. Its turn is taken as a
-		// debt, which those the second does not keep (longer than a
-		// second of the pace) wait out.
-		ln.tok.lim.ReserveN(ln.l.now(), min(tokens, ln.tok.lim.Burst()))
+		// debt (the second keeps that under a second's worth); a debt
+		// beyond, of a request longer than a second of the pace, it
+		// waits out as every other does.
+		l.ReserveN(now, min(tokens, l.Burst()))
 		ln.mu.Unlock()
 		return nil
 	}
