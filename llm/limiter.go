@@ -44,6 +44,7 @@ func outcome(h http.Header, err *APIError, keyed bool, now time.Time) pace.Outco
 	if h != nil {
 		lim := parseLimits(h, nil, now)
 		o.Requests, o.TokenWindow = reading(lim.Requests), reading(lim.Tokens)
+		o.FineHint = o.Hint > 0 && err.hintFrom == "header" && lim.RetryFrom != "retry-after"
 	}
 	return o
 }

@@ -55,3 +55,25 @@ func TestTokenLimited(t *testing.T) {
 		})
 	}
 }
+
+// TestFineHint: a 429's hint of one second counts as told finely only
+// when it came in a form finer than whole seconds (see pace.Outcome).
+func TestFineHint(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		header, value string
+		fine          bool
+	}{
+		{"Retry-After", "1", false},
+		{"X-Retry-In", "1s", true},
+		{"Retry-After-Ms", "1000", true},
+	} {
+		h := http.Header{}
+		h.Set(tc.header, tc.value)
+		err := classify(http.StatusTooManyRequests, h, nil, now)
+		o := outcome(h, err, false, now)
+		if o.Hint != time.Second || o.FineHint != tc.fine {
+			t.Errorf("%s: %s: hint %v, fine %v; want 1s, %v", tc.header, tc.value, o.Hint, o.FineHint, tc.fine)
+		}
+	}
+}

@@ -20,6 +20,10 @@ type Outcome struct {
 	// much bigger than those it sends (see bigOnes), else for requests.
 	Unsure bool
 	Hint   time.Duration // Refused: the 429's own Retry-After, never cut short; 0: none
+	// FineHint: the hint came in a form finer than whole seconds
+	// (retry-after-ms, Traefik's X-Retry-In): a second is then a second,
+	// not the least Retry-After can say (see coarse).
+	FineHint bool
 	// What the response's headers said of the server's windows.
 	Requests, TokenWindow Reading
 	// Keyed: the attempt used one of several API keys, so its refusal and
@@ -129,7 +133,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		q, n = &ln.tok, p.tokens*p.share
 	}
 	hint := o.Hint // what the lane's pause heeds
-	if coarse(hint) && q.est.good > 0 {
+	if coarse(hint) && !o.FineHint && q.est.good > 0 {
 		hint = 0 // see coarse
 	}
 	var hold, pause time.Duration

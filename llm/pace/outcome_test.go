@@ -111,12 +111,14 @@ func TestWholeSecondHint(t *testing.T) {
 		name      string
 		held      bool // a pace has held
 		hint      time.Duration
+		fine      bool // told finer than whole seconds
 		wantPause time.Duration
 	}{
-		{"a pace held, a whole second", true, time.Second, 250 * time.Millisecond},
-		{"no pace held yet", false, time.Second, time.Second},
-		{"a pace held, a finer hint", true, 700 * time.Millisecond, 700 * time.Millisecond},
-		{"a pace held, several seconds", true, 3 * time.Second, 3 * time.Second},
+		{"a pace held, a whole second", true, time.Second, false, 250 * time.Millisecond},
+		{"no pace held yet", false, time.Second, false, time.Second},
+		{"a pace held, a finer hint", true, 700 * time.Millisecond, false, 700 * time.Millisecond},
+		{"a pace held, several seconds", true, 3 * time.Second, false, 3 * time.Second},
+		{"a pace held, a second told finely (X-Retry-In: 1s): a second", true, time.Second, true, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -133,7 +135,7 @@ func TestWholeSecondHint(t *testing.T) {
 					t.Fatal(err)
 				}
 				time.Sleep(10 * time.Millisecond)
-				wait := p.Done(Outcome{Result: Refused, Hint: tc.hint})
+				wait := p.Done(Outcome{Result: Refused, Hint: tc.hint, FineHint: tc.fine})
 				if wait < tc.hint {
 					t.Errorf("the refused request waits %v, want its hint %v at least", wait, tc.hint)
 				}
