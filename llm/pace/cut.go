@@ -82,7 +82,7 @@ func (e *estimator) goOn(cut pending) {
 // bounded is bracket's cut with its bounds: a long horizon refused all
 // along bounds it by what the server let through there; cut after cut
 // with much refused, it goes deeper; the first at the told limit goes a
-// tenth under it.
+// twentieth under it.
 func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 	next, bad = e.bracket(cut)
 	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
@@ -102,9 +102,10 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 		// Refused at the pace the user gave: a window's edge or long
 		// prompts that did not fit, more likely than a wrong limit,
 		// and what was admitted is a poor measure while answers are
-		// slow or the windows held sends. The pace goes a tenth under
-		// it; refused again before a span holds, the cuts are measured.
-		next, bad = max(next, cutLeast*cut.rate), max(bad, cut.rate)
+		// slow or the windows held sends. The pace goes a twentieth
+		// under it; refused again before a span holds, the cuts are
+		// measured.
+		next, bad = max(next, toldCut*cut.rate), max(bad, cut.rate)
 	}
 	return next, bad
 }

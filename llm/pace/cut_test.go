@@ -166,7 +166,7 @@ func TestEstimatorCuts(t *testing.T) {
 }
 
 // TestEstimatorToldFirstCut: told the limit, the first cut at it goes a
-// tenth under it, although answers slower than the window make what was
+// twentieth under it, although answers slower than the window make what was
 // admitted look less; refused again before a span holds, the cut is
 // measured.
 func TestEstimatorToldFirstCut(t *testing.T) {
@@ -185,8 +185,8 @@ func TestEstimatorToldFirstCut(t *testing.T) {
 		e.refused(at(149*time.Second), at(s), 2*told, 0)
 	}
 	e.tick(at(150 * time.Second)) // the hold is over: decided
-	if want := cutLeast * told; e.pace() != want {
-		t.Fatalf("pace after the first cut at the told limit = %v, want a tenth under it, %v", e.pace(), want)
+	if want := toldCut * told; e.pace() != want {
+		t.Fatalf("pace after the first cut at the told limit = %v, want a twentieth under it, %v", e.pace(), want)
 	}
 	// Refused again at once: measured, well under.
 	for i := range 20 {

@@ -12,6 +12,7 @@ import (
 const (
 	cutTo          = 0.95 // of the admitted rate, after a refusal
 	cutLeast       = 0.9  // of the rate sent: a refusal always lowers the pace this much
+	toldCut        = 0.95 // of the told limit, the first cut at it (see bounded)
 	cutDeep        = 0.25 // of the rate sent: never lower it more in one step
 	nearBad        = 0.97 // a pace this close under the refused rate is settled
 	firstPatience  = 4    // spans held at a settled pace before the next probe, at first;
