@@ -52,7 +52,7 @@ func (e *estimator) decide(now time.Time) {
 		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
 	}
 	e.downs++
-	e.bad, e.held = bad, 0
+	e.bad, e.held, e.sinceProbe = bad, 0, 0
 	e.shift(now, max(next, minRate, e.floor))
 }
 

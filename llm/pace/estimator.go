@@ -49,24 +49,25 @@ type estimator struct {
 	floor float64 // the pace never goes under this (tokens: the longest request a minute)
 	adapt bool    // learn from refusals; if not, the pace is ceil for ever
 
-	rate      float64       // the pace now; +Inf: none
-	good      float64       // highest rate held for a span without refusal; 0: none yet
-	bad       float64       // the rate sent at when last refused; 0: none known
-	span      time.Duration // how long a pace is tried: the longest window or round trip seen
-	locked    int           // cuts in a row of epochs that admitted nothing
-	rtt       time.Duration // the round trip of the newest answer admitted
-	drain     bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
-	explained bool          // the last refusal was one the known noise level accounts for
-	drained   bool          // it has, once
-	held      int           // spans held at a settled pace
-	patience  int           // spans to hold a settled pace before a probe
-	probing   bool          // the pace is a probe at bad
-	downs     int           // cuts in a row with no step up between: each cuts deeper
-	cut       pending       // a refusal episode's cut, to decide when its hold is over
-	noise     noise         // refusals that come whatever the pace, if shown
-	climbs    int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
-	long      longRun       // what was admitted and refused over the last minute or so
-	ep        epoch
+	rate       float64       // the pace now; +Inf: none
+	good       float64       // highest rate held for a span without refusal; 0: none yet
+	bad        float64       // the rate sent at when last refused; 0: none known
+	span       time.Duration // how long a pace is tried: the longest window or round trip seen
+	locked     int           // cuts in a row of epochs that admitted nothing
+	rtt        time.Duration // the round trip of the newest answer admitted
+	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
+	explained  bool          // the last refusal was one the known noise level accounts for
+	drained    bool          // it has, once
+	held       int           // spans held at a settled pace
+	patience   int           // spans to hold a settled pace before a probe
+	sinceProbe int           // requests admitted since the last probe
+	probing    bool          // the pace is a probe at bad
+	downs      int           // cuts in a row with no step up between: each cuts deeper
+	cut        pending       // a refusal episode's cut, to decide when its hold is over
+	noise      noise         // refusals that come whatever the pace, if shown
+	climbs     int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
+	long       longRun       // what was admitted and refused over the last minute or so
+	ep         epoch
 }
 
 // pending is a cut to decide: when, and what was known at the refusal.
@@ -106,6 +107,7 @@ func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 	e.stretch(now.Sub(sentAt) * 2)
 	e.rtt = now.Sub(sentAt)
 	e.long.got.add(now, n)
+	e.sinceProbe++
 	if sentAt.Before(e.ep.start) {
 		return
 	}
@@ -250,7 +252,10 @@ func (e *estimator) up() float64 {
 		// while it holds: a probe that fails costs a hold, so the first
 		// ones are small (the limit is often just over the pace held).
 		return min((e.rate+e.bad)/2, e.rate*e.step())
-	case e.held < e.patience:
+	case e.held < e.patience || e.sinceProbe < minAnswers*e.patience:
+		// Its patience counts spans and, where a span holds few
+		// requests (a limit of a minute), requests too: each probe that
+		// fails costs a refusal, and gains little.
 		e.held++
 		return e.rate
 	}

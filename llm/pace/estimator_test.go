@@ -136,6 +136,14 @@ func TestEstimator(t *testing.T) {
 			estimator{ceil: inf, adapt: true, rate: 19.5, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
 			cat(sendOK(60, 50*time.Millisecond),
 				[]step{{what: "tick", seen: time.Second}, {what: "tick", seen: 2 * time.Second}, {what: "tick", seen: 3 * time.Second}}), 20},
+		{"settled at a limit of a minute: the patience counts requests too, each failed probe a refusal",
+			// 0.39 a second settled under 0.4 refused, one answered each
+			// 2.5 s: 6 spans held after the epoch's first 8 answers, but
+			// 12 requests, not the 32 a probe waits for.
+			estimator{ceil: inf, adapt: true, rate: 0.39, bad: 0.4, span: time.Second, patience: 4, ep: epoch{start: t0, judged: t0}},
+			cat(repeat(12, 2500*time.Millisecond, step{what: "send", n: 1}),
+				repeat(12, 2500*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
+				repeat(6, time.Second, step{what: "tick", seen: 28 * time.Second})), 0.39},
 		{"a probe at the rate refused that holds: the limit rose, climb on",
 			estimator{ceil: inf, adapt: true, rate: 20, bad: 20, span: time.Second, patience: 2, ep: epoch{start: t0, judged: t0}},
 			cat(sendOK(20, 50*time.Millisecond), []step{{what: "tick", seen: time.Second}}), 20 * (1 + (climb-1)/2)},
