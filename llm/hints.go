@@ -229,13 +229,17 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 		return believable(d)
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		switch {
-		case s >= 1e12 && s < 1e15: // Unix milliseconds
-			return until(time.UnixMilli(int64(s)), serverNow)
-		case s >= 1e9 && s < 1e12: // Unix seconds
-			return until(time.Unix(int64(s), 0), serverNow)
+		if s < 1e8 { // over three years: no delta, a time
+			return hint(s, time.Second)
 		}
-		return hint(s, time.Second)
+		// Unix seconds or milliseconds: whichever is near the server's
+		// now (a clock set to 2000, say, has Unix times under 1e9).
+		for _, t := range []time.Time{time.Unix(int64(s), 0), time.UnixMilli(int64(s))} {
+			if d := t.Sub(serverNow); d > -24*time.Hour && d < 400*24*time.Hour {
+				return until(t, serverNow)
+			}
+		}
+		return 0, false
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return until(t, serverNow)

@@ -118,3 +118,24 @@ func TestRetryHintLocalClock(t *testing.T) {
 		t.Errorf("retryHint(429, %v, nil, %v) = %v, want 20s", h, now, got)
 	}
 }
+
+// TestResetUnixNearNow: a reset given as a Unix time is told from a delta
+// by being near the server's now, not by its size: a clock set to 2000
+// (as testing/synctest's is) has Unix times under 1e9, which were read as
+// a delta of thirty years and dropped.
+func TestResetUnixNearNow(t *testing.T) {
+	for _, now := range []time.Time{time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)} {
+		for _, tc := range []struct{ v string }{
+			{strconv.FormatInt(now.Add(30*time.Second).Unix(), 10)},
+			{strconv.FormatInt(now.Add(30*time.Second).UnixMilli(), 10)},
+			{"30"},
+		} {
+			if d, ok := parseReset(tc.v, now); !ok || d != 30*time.Second {
+				t.Errorf("now %v: parseReset(%q) = %v, %v; want 30s", now.Year(), tc.v, d, ok)
+			}
+		}
+		if d, ok := parseReset("150000000", now); ok {
+			t.Errorf("now %v: a number far from any now read as %v", now.Year(), d)
+		}
+	}
+}
