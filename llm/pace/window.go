@@ -170,7 +170,11 @@ func (w *window) avail(now time.Time, count float64) float64 {
 	}
 	gone := w.gone(now)
 	if now.Before(w.reset) {
-		return min(w.base-w.excess-count+max(w.lo, gone), w.left-since+w.pace()*now.Sub(w.at).Seconds())
+		held := w.base - w.excess - count + max(w.lo, gone)
+		if w.sliding() {
+			return held
+		}
+		return min(held, w.left-since+w.pace()*now.Sub(w.at).Seconds())
 	}
 	return w.base - count + max(w.seq, gone)
 }
@@ -181,6 +185,15 @@ func (w *window) avail(now time.Time, count float64) float64 {
 // until its own window ends, so some of them longer than the length), and
 // no window gives back faster.
 func (w *window) pace() float64 { return w.base / w.span().Seconds() }
+
+// sliding reports whether the window keeps no unit past its length, as
+// far as its resets show: its length is known (told, or a told rate's)
+// and no reset has reached past it, as a sliding counter's does. Room
+// then comes back as each unit leaves, not at pace.
+func (w *window) sliding() bool {
+	length := cmp.Or(w.length, w.toldLength())
+	return length > 0 && w.period <= length+w.guard()
+}
 
 // level is what a bucket holds at now, at the least: what the reading
 // left, refilled at its rate, less what was sent since; and, as it holds

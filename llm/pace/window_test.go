@@ -259,3 +259,25 @@ func TestWindowWall(t *testing.T) {
 		t.Errorf("room for 19 at 1.2 s = %v, %v; want a wait for the window's end at ~2.02 s", ok, wait)
 	}
 }
+
+// TestWindowSlidingGivesBackAsUnitsLeave: a window of known length whose
+// resets never reached past it keeps no unit longer: room comes back as
+// each leaves, not at a window's worth over its length (the pace that a
+// sliding counter's units weigh off at).
+func TestWindowSlidingGivesBackAsUnitsLeave(t *testing.T) {
+	ms := time.Millisecond
+	var w window
+	for _, e := range join(unitSends(0, 0, 0, 19), unitSends(990*ms, 0, 19, 1)) {
+		w.sent(at(e.sent), e.seq)
+	}
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: time.Second, Window: time.Second}, at(990*ms), at(1000*ms), 20)
+	// At 1.05 s the 19 sent at 0 have been in the window for its length
+	// and the guard; a pace from the reading would give back one.
+	if ok, wait := w.room(at(1050*ms), 20, 10, 0); !ok {
+		t.Errorf("room for 10 at 1.05 s = false, %v; want true", wait)
+	}
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 1500 * ms, Window: time.Second}, at(995*ms), at(1010*ms), 20)
+	if w.sliding() {
+		t.Errorf("a reset past the told length, and still taken for a window that keeps no unit longer")
+	}
+}
