@@ -206,6 +206,32 @@ func TestProbeRefused(t *testing.T) {
 	})
 }
 
+// TestProbeBoth: a request that would probe both windows at once goes to
+// probe neither, and waits until the sooner reset held: not 0, which sent
+// waitWindows round without sleeping until one had passed.
+func TestProbeBoth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Adapt: true, Concurrency: 32})
+		for i := range 20 {
+			p, err := l.Acquire(t.Context(), "m", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			r := counterReading(time.Duration(i)*5*time.Millisecond, i+1)
+			p.Done(Outcome{Result: Admitted, Requests: r, TokenWindow: r})
+		}
+		time.Sleep(1150 * time.Millisecond) // past both probes' time, before both resets (2.04 s)
+		ln := l.lane("m")
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		now := ln.l.now()
+		if ok, d := ln.fits(now, &turn{tokens: 1, start: now}); ok || d < ln.req.win.reset.Sub(now) {
+			t.Errorf("a request probing both windows: fits %v, wait %v; want a wait until the reset, %v", ok, d, ln.req.win.reset.Sub(now))
+		}
+	})
+}
+
 // TestCounterOfToldLength: a reset beyond the window's told length is a
 // sliding counter's (no other kind keeps a unit longer); told in whole
 // seconds, rounded up, its ends are taken a second early, the latest so
