@@ -35,6 +35,9 @@ type counter struct {
 // one size moves alike; it stands a while, not a window, and its resets
 // fall anywhere.)
 func (c *counter) move(d, stood, tol time.Duration, to time.Time) {
+	if c.length > 0 {
+		return // known (told, or moved alike before): later moves are no finer
+	}
 	if d < 10*tol || stood < d/2 {
 		c.moved = 0
 		return

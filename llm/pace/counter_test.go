@@ -74,6 +74,20 @@ func TestCounterTold(t *testing.T) {
 	}
 }
 
+// TestCounterLength: a counter's length, once known, is kept: a later
+// move, of resets in whole seconds (each up to a second late), told
+// 59.4 s of a minute's windows and put their ends off the grid.
+func TestCounterLength(t *testing.T) {
+	c := counter{length: time.Minute} // as a told window makes it (see beyond)
+	for k := range 2 {
+		d := 59400 * time.Millisecond
+		c.move(d, d, time.Second, at(time.Duration(k+1)*d))
+	}
+	if c.length != time.Minute {
+		t.Errorf("a counter of a minute moved by 59.4 s twice: length %v, want 1m0s", c.length)
+	}
+}
+
 // TestCounterRoom: once told a counter, the tracker counts the lane's
 // units as the server does: the window before weighed by its share left.
 func TestCounterRoom(t *testing.T) {
