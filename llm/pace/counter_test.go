@@ -175,6 +175,11 @@ func TestProbe(t *testing.T) {
 	if _, _, probe := told.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
 		t.Errorf("a probe in a window of told length")
 	}
+	rate := fresh()
+	rate.told = 10 // a told rate of 10 a second gives 20 a length of 2 s
+	if _, _, probe := rate.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
+		t.Errorf("a probe in a window whose length a told rate gives")
+	}
 }
 
 // TestProbeRefused: a probe the server refuses waits its own hint, and
