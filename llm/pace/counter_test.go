@@ -282,4 +282,9 @@ func TestCounterOfToldLength(t *testing.T) {
 	if log.counting() {
 		t.Errorf("a reset of the told length made a counter")
 	}
+	var ban window // a penalty box's refusal: nothing left until the ban's end, past two lengths
+	ban.read(Reading{Told: true, Limit: 24, Left: 0, Reset: 3 * time.Minute, Window: time.Minute}, at(0), at(time.Second), 1)
+	if ban.ctr.length != 0 {
+		t.Errorf("a ban of three told lengths made a counter")
+	}
 }
