@@ -44,7 +44,10 @@ func outcome(h http.Header, err *APIError, keyed bool, now time.Time) pace.Outco
 	if h != nil {
 		lim := parseLimits(h, nil, now)
 		o.Requests, o.TokenWindow = reading(lim.Requests), reading(lim.Tokens)
-		o.FineHint = o.Hint > 0 && err.hintFrom == "header" && lim.RetryFrom != "retry-after"
+		// Fine only as its own header told it: a hint taken from a
+		// window's reset (no hint given) may be in whole seconds.
+		o.FineHint = o.Hint > 0 && err.hintFrom == "header" &&
+			(lim.RetryFrom == "retry-after-ms" || lim.RetryFrom == "x-retry-in")
 	}
 	return o
 }

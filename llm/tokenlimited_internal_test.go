@@ -67,9 +67,15 @@ func TestFineHint(t *testing.T) {
 		{"Retry-After", "1", false},
 		{"X-Retry-In", "1s", true},
 		{"Retry-After-Ms", "1000", true},
+		// No hint of its own: the reset of the window spent, in whole seconds.
+		{"RateLimit", `"default";r=0;t=1`, false},
+		{"X-RateLimit-Reset", "1", false},
 	} {
 		h := http.Header{}
 		h.Set(tc.header, tc.value)
+		h.Set("RateLimit-Policy", `"default";q=10;w=1`)
+		h.Set("X-RateLimit-Limit", "10")
+		h.Set("X-RateLimit-Remaining", "0")
 		err := classify(http.StatusTooManyRequests, h, nil, now)
 		o := outcome(h, err, false, now)
 		if o.Hint != time.Second || o.FineHint != tc.fine {

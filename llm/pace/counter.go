@@ -35,6 +35,9 @@ type counter struct {
 // one size moves alike; it stands a while, not a window, and its resets
 // fall anywhere.)
 func (c *counter) move(d, stood, tol time.Duration, to time.Time) {
+	if c.length > 0 {
+		return // known (told, or moved alike before): later moves are no finer
+	}
 	if d < 10*tol || stood < d/2 {
 		c.moved = 0
 		return
@@ -171,9 +174,10 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 // probeAt is when n units may go to probe (see roomOrProbe): as far into
 // the second half of the longest reset seen as a counter of half that
 // length takes to give them back, and a tenth more; ok is false if they
-// may not.
+// may not: also when a told rate gives the length (see toldLength), which
+// lets units go after it.
 func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
-	if w.limit <= 0 || w.length > 0 || w.counting() || w.refill > 0 || w.wall || w.probed ||
+	if w.limit <= 0 || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall || w.probed ||
 		n > w.base || !now.Before(w.reset) || (!w.probe.IsZero() && !w.at.After(w.probe)) {
 		return time.Time{}, false
 	}

@@ -74,6 +74,20 @@ func TestCounterTold(t *testing.T) {
 	}
 }
 
+// TestCounterLength: a counter's length, once known, is kept: a later
+// move, of resets in whole seconds (each up to a second late), told
+// 59.4 s of a minute's windows and put their ends off the grid.
+func TestCounterLength(t *testing.T) {
+	c := counter{length: time.Minute} // as a told window makes it (see beyond)
+	for k := range 2 {
+		d := 59400 * time.Millisecond
+		c.move(d, d, time.Second, at(time.Duration(k+1)*d))
+	}
+	if c.length != time.Minute {
+		t.Errorf("a counter of a minute moved by 59.4 s twice: length %v, want 1m0s", c.length)
+	}
+}
+
 // TestCounterRoom: once told a counter, the tracker counts the lane's
 // units as the server does: the window before weighed by its share left.
 func TestCounterRoom(t *testing.T) {
@@ -161,6 +175,11 @@ func TestProbe(t *testing.T) {
 	if _, _, probe := told.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
 		t.Errorf("a probe in a window of told length")
 	}
+	rate := fresh()
+	rate.told = 10 // a told rate of 10 a second gives 20 a length of 2 s
+	if _, _, probe := rate.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
+		t.Errorf("a probe in a window whose length a told rate gives")
+	}
 }
 
 // TestProbeRefused: a probe the server refuses waits its own hint, and
@@ -206,6 +225,32 @@ func TestProbeRefused(t *testing.T) {
 	})
 }
 
+// TestProbeBoth: a request that would probe both windows at once goes to
+// probe neither, and waits until the sooner reset held: not 0, which sent
+// waitWindows round without sleeping until one had passed.
+func TestProbeBoth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Adapt: true, Concurrency: 32})
+		for i := range 20 {
+			p, err := l.Acquire(t.Context(), "m", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			r := counterReading(time.Duration(i)*5*time.Millisecond, i+1)
+			p.Done(Outcome{Result: Admitted, Requests: r, TokenWindow: r})
+		}
+		time.Sleep(1150 * time.Millisecond) // past both probes' time, before both resets (2.04 s)
+		ln := l.lane("m")
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		now := ln.l.now()
+		if ok, d := ln.fits(now, &turn{tokens: 1, start: now}); ok || d < ln.req.win.reset.Sub(now) {
+			t.Errorf("a request probing both windows: fits %v, wait %v; want a wait until the reset, %v", ok, d, ln.req.win.reset.Sub(now))
+		}
+	})
+}
+
 // TestCounterOfToldLength: a reset beyond the window's told length is a
 // sliding counter's (no other kind keeps a unit longer); told in whole
 // seconds, rounded up, its ends are taken a second early, the latest so
@@ -236,5 +281,10 @@ func TestCounterOfToldLength(t *testing.T) {
 	log.read(Reading{Told: true, Limit: 24, Left: 23, Reset: time.Minute, Window: time.Minute}, at(0), at(time.Second), 1)
 	if log.counting() {
 		t.Errorf("a reset of the told length made a counter")
+	}
+	var ban window // a penalty box's refusal: nothing left until the ban's end, past two lengths
+	ban.read(Reading{Told: true, Limit: 24, Left: 0, Reset: 3 * time.Minute, Window: time.Minute}, at(0), at(time.Second), 1)
+	if ban.ctr.length != 0 {
+		t.Errorf("a ban of three told lengths made a counter")
 	}
 }

@@ -45,13 +45,14 @@ func (w *window) stand(reset, sentAt time.Time) {
 // beyond tells a sliding counter by a reset beyond the window's told
 // length: no other kind keeps a unit longer than its length, but a
 // counter's units weigh off over the window after their own, and its reset
-// says when all have.
+// says when all have: by the end of the next window, two lengths at most.
+// A reset further on is of something else (a penalty box's ban).
 func (w *window) beyond(r Reading) {
 	tol := 20 * time.Millisecond
 	if !w.fine {
 		tol = time.Second
 	}
-	if w.ctr.length == 0 && r.Window > 0 && r.Reset > r.Window+tol {
+	if w.ctr.length == 0 && r.Window > 0 && r.Reset > r.Window+tol && r.Reset <= 2*r.Window+tol {
 		w.ctr.length, w.refill = r.Window, 0
 	}
 }

@@ -197,7 +197,10 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	t.probe = nil
 	switch {
 	case probeR && probeT:
-		okR, okT = false, false // one probe at a time
+		// One probe at a time: it waits until one of the resets held
+		// has passed (roomOrProbe said no wait of its own).
+		okR, okT = false, false
+		dR = max(min(ln.req.win.reset.Sub(now), ln.tok.win.reset.Sub(now)), time.Millisecond)
 	case probeR:
 		t.probe = &ln.req.win
 	case probeT:
