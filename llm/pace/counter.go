@@ -119,9 +119,18 @@ func (c *counter) besides(t time.Time) float64 {
 	return 0
 }
 
-// avail is what the server has left at now, of limit.
+// avail is what the server has left at now, of limit, for the lane: all
+// of it, while the server counts no one else's; else the lane's share of
+// it, by what each holds, so that clients sharing the window do not all
+// take the room that comes back at the same instant (and, a counter
+// counting refusals, lock each other out).
 func (c *counter) avail(log *sendLog, now time.Time, count float64, limit int) float64 {
-	return float64(limit) - c.own(log, now, count) - c.besides(now)
+	own, others := c.own(log, now, count), c.besides(now)
+	left := float64(limit) - own - others
+	if others <= 0 || left <= 0 {
+		return left
+	}
+	return left * (own + 1) / (own + 1 + others)
 }
 
 // wait is how long until need more units are left, if nothing more is
@@ -171,13 +180,19 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 	return true, 0, true
 }
 
+// maxProbes is how many probes a window may take while its kind stays
+// unknown: admitted, each told what was left; if that told no counter,
+// more would only risk refusals (with answers jittered on their way, a
+// counter's resets may not be seen to stand).
+const maxProbes = 3
+
 // probeAt is when n units may go to probe (see roomOrProbe): as far into
 // the second half of the longest reset seen as a counter of half that
 // length takes to give them back, and a tenth more; ok is false if they
 // may not: also when a told rate gives the length (see toldLength), which
 // lets units go after it.
 func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
-	if w.limit <= 0 || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall || w.probed ||
+	if w.limit <= 0 || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall || w.probed || w.probes >= maxProbes ||
 		n > w.base || !now.Before(w.reset) || (!w.probe.IsZero() && !w.at.After(w.probe)) {
 		return time.Time{}, false
 	}

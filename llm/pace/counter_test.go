@@ -132,6 +132,14 @@ func TestCounterBesides(t *testing.T) {
 			t.Errorf("besides at %v = %.2f, want %.1f", tt.now, got, tt.want)
 		}
 	}
+	// At 2.5 s the server holds the lane's 2 + 10 x (1 - 0.46) = 7.4 and
+	// 4.6 besides (16 counted at 2.1 s less the lane's 11.4): 8 left, of
+	// which the lane takes its share by what each holds, (7.4 + 1) /
+	// (7.4 + 1 + 4.6), about 5.2, so that clients sharing the window do
+	// not all take what comes back.
+	if got := w.avail(at(2500*ms), 32); got < 5 || got > 5.4 {
+		t.Errorf("avail at 2.5 s = %.2f, want its share of 8, about 5.2", got)
+	}
 }
 
 // TestProbe: a window whose resets reach twice a counter's length, not
@@ -169,6 +177,11 @@ func TestProbe(t *testing.T) {
 	w.probed = true
 	if _, _, probe := w.roomOrProbe(at(1500*ms), 21, 1, 0); probe {
 		t.Errorf("a probe after one was refused")
+	}
+	many := fresh()
+	many.probes = maxProbes
+	if _, _, probe := many.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
+		t.Errorf("a probe after %d that told no counter", maxProbes)
 	}
 	told := fresh()
 	told.length = 2 * time.Second

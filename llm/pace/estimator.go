@@ -81,6 +81,7 @@ type epoch struct {
 	start             time.Time
 	sent              float64       // units sent since start
 	biggest           float64       // the most units one request of those took
+	pressed           bool          // a request waited for the pace's own second (see inSecond)
 	admitted, refused float64       // units of those answered, admitted and refused
 	answers, nays     int           // requests answered, and of those refused
 	first             time.Time     // when the first was answered
@@ -218,9 +219,10 @@ func (e *estimator) tick(now time.Time) {
 // used reports whether the pace was used since the epoch began: raising
 // a pace nobody reached tests nothing. Requests of many units leave part
 // of a pace unused that the next one did not fit in (a long prompt waits
-// for a whole one of its size): up to the biggest is allowed for.
+// for a whole one of its size): up to the biggest is allowed for, and a
+// request that waited for the pace's own second shows it was reached.
 func (e *estimator) used(now time.Time) bool {
-	return e.ep.sent+e.ep.biggest >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
+	return e.ep.pressed || e.ep.sent+e.ep.biggest >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
 }
 
 // answered counts an answer seen at now.

@@ -193,6 +193,7 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	if t.tokens > 0 {
 		okT, dT, probeT = ln.tok.win.roomOrProbe(now, ln.tok.count, t.tokens, kept)
 		okS, dS = ln.tok.inSecond(now, t.tokens, kept)
+		ln.tok.est.ep.pressed = ln.tok.est.ep.pressed || !okS && okT
 	}
 	t.probe = nil
 	switch {
@@ -224,6 +225,7 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	ln.unkeep(t)
 	if t.probe != nil {
 		t.probe.probe = now
+		t.probe.probes++
 	}
 	share := ln.share()
 	ln.req.sent(now, 1, share)
