@@ -181,10 +181,12 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 }
 
 // maxProbes is how many probes a window may take while its kind stays
-// unknown: admitted, each told what was left; if that told no counter,
-// more would only risk refusals (with answers jittered on their way, a
-// counter's resets may not be seen to stand).
-const maxProbes = 3
+// unknown. Admitted, one tells what was left and moves the reset, and the
+// sends it lets resume show the rest; more would only risk refusals (with
+// answers jittered on their way a counter's resets may never be seen to
+// stand, and a probe went about every second until one was refused), and
+// at a penalty box a refused one costs a ban.
+const maxProbes = 1
 
 // probeAt is when n units may go to probe (see roomOrProbe): as far into
 // the second half of the longest reset seen as a counter of half that
