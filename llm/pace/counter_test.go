@@ -2,7 +2,6 @@ package pace
 
 import (
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -140,128 +139,6 @@ func TestCounterBesides(t *testing.T) {
 	if got := w.avail(at(2500*ms), 32); got < 5 || got > 5.4 {
 		t.Errorf("avail at 2.5 s = %.2f, want its share of 8, about 5.2", got)
 	}
-}
-
-// TestProbe: a window whose resets reach twice a counter's length, not
-// told its kind, lets one request go into the second half of the reset
-// held, as far as a counter of half would take to give it back; not
-// before, not a second while one is out, and none once one was refused.
-func TestProbe(t *testing.T) {
-	ms := time.Millisecond
-	fresh := func() *window {
-		var w window
-		for i := range 20 {
-			w.sent(at(time.Duration(i)*10*ms), float64(i+1))
-			w.read(counterReading(time.Duration(i)*10*ms, i+1), at(time.Duration(i)*10*ms), at(time.Duration(i)*10*ms+5*ms), float64(i+1))
-		}
-		return &w // 20 sent by 0.19 s; reset at 2 s
-	}
-	w := fresh() // the reset held ends at 2.04 s (the guard added), so the probe of one unit goes at 1.04 + 0.15 s
-	if ok, wait, probe := w.roomOrProbe(at(500*ms), 20, 1, 0); ok || probe || (wait-690*ms).Abs() > 10*ms {
-		t.Errorf("at 0.5 s: %v, %v, probe %v; want a wait until the probe at ~1.19 s", ok, wait, probe)
-	}
-	if ok, _, probe := w.roomOrProbe(at(1200*ms), 20, 1, 0); !ok || !probe {
-		t.Errorf("at 1.2 s: %v, probe %v; want a probe", ok, probe)
-	}
-	if _, _, probe := w.roomOrProbe(at(1200*ms), 20, 10, 0); probe {
-		t.Errorf("10 of 20 at 1.2 s went to probe; a counter of 1 s gives them back from 1.6 s")
-	}
-	if _, _, probe := w.roomOrProbe(at(1200*ms), 20, 1, 5); probe {
-		t.Errorf("a probe went past room kept for another")
-	}
-	w.probe = at(1200 * ms)
-	if _, _, probe := w.roomOrProbe(at(1300*ms), 20, 1, 0); probe {
-		t.Errorf("a second probe while the first is out")
-	}
-	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 840 * ms}, at(1200*ms+1), at(1300*ms), 21) // refused: the same reset
-	w.probed = true
-	if _, _, probe := w.roomOrProbe(at(1500*ms), 21, 1, 0); probe {
-		t.Errorf("a probe after one was refused")
-	}
-	many := fresh()
-	many.probes = maxProbes
-	if _, _, probe := many.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
-		t.Errorf("a probe after %d that told no counter", maxProbes)
-	}
-	told := fresh()
-	told.length = 2 * time.Second
-	if _, _, probe := told.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
-		t.Errorf("a probe in a window of told length")
-	}
-	rate := fresh()
-	rate.told = 10 // a told rate of 10 a second gives 20 a length of 2 s
-	if _, _, probe := rate.roomOrProbe(at(1200*ms), 20, 1, 0); probe {
-		t.Errorf("a probe in a window whose length a told rate gives")
-	}
-}
-
-// TestProbeRefused: a probe the server refuses waits its own hint, and
-// neither pauses the lane nor cuts its pace: it tested the tracker's hold,
-// not the rate; no other probe follows.
-func TestProbeRefused(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := New(Config{Adapt: true, Concurrency: 32})
-		for i := range 20 {
-			p, err := l.Acquire(t.Context(), "m", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-			p.Done(Outcome{Result: Admitted, Requests: counterReading(time.Duration(i)*5*time.Millisecond, i+1)})
-		}
-		start := time.Now()
-		p, err := l.Acquire(t.Context(), "m", 1) // held until the probe, past half of the 2 s reset
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waited := time.Since(start); waited < time.Second || waited > 1200*time.Millisecond {
-			t.Fatalf("the probe went after %v, want after a second and some", waited)
-		}
-		ln := l.lane("m")
-		ln.mu.Lock()
-		rate := ln.req.est.rate
-		ln.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-		wait := p.Done(Outcome{Result: Refused, Hint: 300 * time.Millisecond,
-			Requests: Reading{Told: true, Limit: 20, Left: 0, Reset: 2*time.Second - time.Since(start) - 100*time.Millisecond}})
-		ln.mu.Lock()
-		defer ln.mu.Unlock()
-		if wait < 300*time.Millisecond {
-			t.Errorf("the refused probe waits %v, want its hint", wait)
-		}
-		if ln.until.After(ln.l.now()) || ln.req.est.rate != rate {
-			t.Errorf("the refused probe paused the lane until %v or moved its pace from %v to %v", ln.until, rate, ln.req.est.rate)
-		}
-		if !ln.req.win.probed {
-			t.Errorf("no note that the probe was refused")
-		}
-	})
-}
-
-// TestProbeBoth: a request that would probe both windows at once goes to
-// probe neither, and waits until the sooner reset held: not 0, which sent
-// waitWindows round without sleeping until one had passed.
-func TestProbeBoth(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := New(Config{Adapt: true, Concurrency: 32})
-		for i := range 20 {
-			p, err := l.Acquire(t.Context(), "m", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-			r := counterReading(time.Duration(i)*5*time.Millisecond, i+1)
-			p.Done(Outcome{Result: Admitted, Requests: r, TokenWindow: r})
-		}
-		time.Sleep(1150 * time.Millisecond) // past both probes' time, before both resets (2.04 s)
-		ln := l.lane("m")
-		ln.mu.Lock()
-		defer ln.mu.Unlock()
-		now := ln.l.now()
-		if ok, d := ln.fits(now, &turn{tokens: 1, start: now}); ok || d < ln.req.win.reset.Sub(now) {
-			t.Errorf("a request probing both windows: fits %v, wait %v; want a wait until the reset, %v", ok, d, ln.req.win.reset.Sub(now))
-		}
-	})
 }
 
 // TestCounterOfToldLength: a reset beyond the window's told length is a

@@ -1,0 +1,73 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestEstimatorToldFirstCut: told the limit, the first cut at it goes a
+// twentieth under it, although answers slower than the window make what was
+// admitted look less; refused again before a span holds, the cut is
+// measured.
+func TestEstimatorToldFirstCut(t *testing.T) {
+	const told = 200.0 // tokens a second
+	e := newEstimator(told, true, t0)
+	// 150 s at the pace, answers taking 30 s: two long prompts refused
+	// at the end, when only the first 120 s are back.
+	for range 150 {
+		e.sent(told)
+	}
+	for i := range 120 {
+		sent := at(time.Duration(i) * time.Second)
+		e.admitted(sent.Add(30*time.Second), sent, told)
+	}
+	for _, s := range []time.Duration{148 * time.Second, 149 * time.Second} {
+		e.refused(at(149*time.Second), at(s), 2*told, 0)
+	}
+	e.tick(at(150 * time.Second)) // the hold is over: decided
+	if want := toldCut * told; e.pace() != want {
+		t.Fatalf("pace after the first cut at the told limit = %v, want a twentieth under it, %v", e.pace(), want)
+	}
+	// Refused again at once: measured, well under.
+	for i := range 20 {
+		e.sent(told)
+		sent := at(150*time.Second + time.Duration(i)*100*time.Millisecond)
+		if i%2 == 0 {
+			e.refused(sent.Add(10*time.Millisecond), sent, told, 0)
+		} else {
+			e.admitted(sent.Add(10*time.Millisecond), sent, told)
+		}
+	}
+	e.tick(at(165 * time.Second))
+	if e.pace() >= cutLeast*cutLeast*told {
+		t.Errorf("pace after a second cut in a row = %v, want it measured, under %v", e.pace(), cutLeast*cutLeast*told)
+	}
+}
+
+// TestEstimatorToldNotHalvedBeforeAnswers: told the limit, refusals that
+// come before any answer (answers slower than the window) do not halve
+// the pace, as refusals of most of what was sent would.
+func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ceil float64
+		want float64
+	}{
+		{"told: the pace the user gave", 10, 10},
+		{"told nothing: halved", math.Inf(1), 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := estimator{ceil: tc.ceil, adapt: true, rate: 10, span: time.Minute, patience: firstPatience, drained: true, ep: epoch{start: t0, judged: t0}}
+			for range 50 {
+				e.sent(1) // 50 sent, none answered yet
+			}
+			e.refused(at(5*time.Second), at(4*time.Second), 1, 0)
+			e.refused(at(5*time.Second), at(4*time.Second), 1, 0)
+			e.tick(at(6 * time.Second))
+			if e.pace() != tc.want {
+				t.Errorf("pace = %v, want %v", e.pace(), tc.want)
+			}
+		})
+	}
+}
