@@ -127,8 +127,8 @@ func (c *counter) besides(t time.Time) float64 {
 func (c *counter) avail(log *sendLog, now time.Time, count float64, limit int) float64 {
 	own, others := c.own(log, now, count), c.besides(now)
 	left := float64(limit) - own - others
-	if others <= 0 || left <= 0 {
-		return left
+	if others < max(1, float64(limit)/100) || left <= 0 {
+		return left // no one else's, but for the server rounding up
 	}
 	return left * (own + 1) / (own + 1 + others)
 }
