@@ -97,6 +97,12 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		return
 	}
+	if sentAt.Equal(w.at) && !w.reset.IsZero() {
+		// Sent in the same instant, the requests reached the server in
+		// any order: the reading that counted the most tells the most,
+		// of all the lane sent by the last of them.
+		r.Left, seq = min(r.Left, int(w.left)), max(seq, w.seq)
+	}
 	reset := sentAt.Add(r.Reset + w.guard())
 	if !reset.After(now) && max(r.Limit, w.limit) <= 0 {
 		return // all back, of a size not known: old news

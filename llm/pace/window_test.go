@@ -281,3 +281,21 @@ func TestWindowSlidingGivesBackAsUnitsLeave(t *testing.T) {
 		t.Errorf("a reset past the told length, and still taken for a window that keeps no unit longer")
 	}
 }
+
+// TestWindowSameInstant: of requests sent in the same instant, the reading
+// that counted the most is kept, with the lane's count after the last of
+// them: they reach the server in any order.
+func TestWindowSameInstant(t *testing.T) {
+	var w window
+	for _, e := range unitSends(0, 0, 0, 10) {
+		w.sent(at(e.sent), e.seq)
+	}
+	w.read(Reading{Told: true, Limit: 20, Left: 10, Reset: time.Second}, at(0), at(50*time.Millisecond), 10)
+	w.read(Reading{Told: true, Limit: 20, Left: 17, Reset: time.Second}, at(0), at(60*time.Millisecond), 3)
+	if w.left != 10 || w.seq != 10 {
+		t.Errorf("left %v, seq %v; want the reading that counted the most (10 left) and the count after all (10)", w.left, w.seq)
+	}
+	if ok, _ := w.room(at(100*time.Millisecond), 10, 11, 0); ok {
+		t.Errorf("room for 11 of the 10 left")
+	}
+}
