@@ -129,28 +129,6 @@ func TestWindowRoom(t *testing.T) {
 	}
 }
 
-func TestSpentClaim(t *testing.T) {
-	tests := []struct {
-		name string
-		r    Reading
-		most int
-		own  float64
-		want bool // contradicted
-	}{
-		{"spent, and the client sent most of it", Reading{Told: true, Limit: 10000, Left: 0, Reset: time.Minute}, 0, 9000, false},
-		{"spent for 6 minutes, the client sent a fraction of it", Reading{Told: true, Limit: 10000, Left: 0, Reset: 6 * time.Minute}, 0, 300, true},
-		{"no limit given, but more was said to be left before", Reading{Told: true, Left: 0, Reset: 6 * time.Minute}, 10000, 300, true},
-		{"no size known: believed", Reading{Told: true, Left: 0, Reset: 6 * time.Minute}, 0, 0, false},
-		{"not spent: no claim", Reading{Told: true, Limit: 10000, Left: 5000, Reset: time.Minute}, 0, 0, false},
-		{"nothing told", Reading{}, 0, 0, false},
-	}
-	for _, tt := range tests {
-		if got := spentClaim(tt.r, tt.most, tt.own); got != tt.want {
-			t.Errorf("%s: spentClaim(%+v, %d, %v) = %v, want %v", tt.name, tt.r, tt.most, tt.own, got, tt.want)
-		}
-	}
-}
-
 // TestWindowJudge: a bucket is told by resets that keep in step with what
 // is used; a wall's end and a sliding log's newest unit do not, and
 // readings too near to tell leave the judgement as it was.
