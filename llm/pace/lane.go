@@ -193,7 +193,8 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	if t.tokens > 0 {
 		okT, dT, probeT = ln.tok.win.roomOrProbe(now, ln.tok.count, t.tokens, kept)
 		okS, dS = ln.tok.inSecond(now, t.tokens, kept)
-		ln.tok.est.ep.pressed = ln.tok.est.ep.pressed || !okS && okT
+		// Held by the second's own sends alone: the pace was reached.
+		ln.tok.est.ep.pressed = ln.tok.est.ep.pressed || !okS && okT && okR && kept == 0
 	}
 	t.probe = nil
 	switch {

@@ -93,3 +93,40 @@ func TestOwnSecondTakesNoTurn(t *testing.T) {
 		}
 	})
 }
+
+// TestPressedOnlyByTheSecond: a request the own second holds back shows
+// the token pace was reached only when the second's own sends hold it, not
+// the room kept for a long prompt, nor while the requests' window holds
+// the lane (a pace raised then tests nothing).
+func TestPressedOnlyByTheSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 60_000, RPM: 600, Concurrency: 8}) // 1,000 tokens, 10 requests a second
+		ln := l.lane("m")
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		ln.keeper = &turn{tokens: 900, start: time.Now()}
+		if ok, _ := ln.fits(time.Now(), &turn{tokens: 200, start: time.Now()}); ok {
+			t.Fatal("200 beside 900 kept of a second's 1,000 fit")
+		}
+		if ln.tok.est.ep.pressed {
+			t.Error("pressed by the room kept, the second empty")
+		}
+		ln.keeper = nil
+		ln.tok.count = 900
+		ln.tok.win.sent(time.Now(), ln.tok.count)
+		if ok, _ := ln.fits(time.Now(), &turn{tokens: 200, start: time.Now()}); ok {
+			t.Fatal("200 beside 900 sent fit a second's 1,000")
+		}
+		if !ln.tok.est.ep.pressed {
+			t.Error("not pressed by the second's own 900")
+		}
+		ln.tok.est.ep.pressed = false
+		ln.req.win.read(Reading{Told: true, Limit: 10, Left: 0, Reset: time.Second}, time.Now(), time.Now(), ln.req.count)
+		if ok, _ := ln.fits(time.Now(), &turn{tokens: 200, start: time.Now()}); ok {
+			t.Fatal("fit a spent requests' window")
+		}
+		if ln.tok.est.ep.pressed {
+			t.Error("pressed while the requests' window held the lane")
+		}
+	})
+}

@@ -97,11 +97,14 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		return
 	}
-	if sentAt.Equal(w.at) && !w.reset.IsZero() {
+	if sentAt.Equal(w.at) && !w.reset.IsZero() && !w.rolled(r, sentAt) {
 		// Sent in the same instant, the requests reached the server in
 		// any order: the reading that counted the most tells the most,
 		// of all the lane sent by the last of them.
-		r.Left, seq = min(r.Left, int(w.left)), max(seq, w.seq)
+		if held := w.reset.Sub(sentAt) - w.guard(); r.Left > int(w.left) {
+			r.Left, r.Reset = int(w.left), max(r.Reset, held)
+		}
+		seq = max(seq, w.seq)
 	}
 	reset := sentAt.Add(r.Reset + w.guard())
 	if !reset.After(now) && max(r.Limit, w.limit) <= 0 {
@@ -129,6 +132,12 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, !w.fine, w.guard())
 	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
+}
+
+// rolled reports whether r, sent in the same instant as the reading held,
+// tells of a fixed window begun after it: more left, a reset over twice as far.
+func (w *window) rolled(r Reading, sentAt time.Time) bool {
+	return r.Left > int(w.left) && w.reset.Sub(sentAt)-w.guard() < r.Reset/2
 }
 
 // room reports whether n units fit now, besides kept (units promised to

@@ -277,3 +277,21 @@ func TestWindowSameInstant(t *testing.T) {
 		t.Errorf("room for 11 of the 10 left")
 	}
 }
+
+// TestWindowSameInstantRolled: of two requests sent in the same instant,
+// the one counted after the fixed window ended tells the new window; the
+// old one's "none left" does not hold it for the new window's length.
+func TestWindowSameInstantRolled(t *testing.T) {
+	var w window
+	for _, e := range unitSends(0, 0, 0, 10) {
+		w.sent(at(e.sent), e.seq)
+	}
+	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 10 * time.Millisecond}, at(0), at(50*time.Millisecond), 10)
+	w.read(Reading{Told: true, Limit: 20, Left: 15, Reset: 1010 * time.Millisecond}, at(0), at(60*time.Millisecond), 5)
+	if w.left != 15 {
+		t.Errorf("left %v; want the new window's 15", w.left)
+	}
+	if ok, _ := w.room(at(100*time.Millisecond), 10, 5, 0); !ok {
+		t.Errorf("no room for 5 of the new window's 15 left")
+	}
+}
