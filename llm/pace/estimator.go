@@ -20,12 +20,13 @@ const (
 	climb          = 1.1  // twice the first step up (see step)
 	minSpan        = time.Second
 	maxSpan        = time.Minute
-	minRate        = 1.0 / 60 // a unit a minute
-	minAnswers     = 8        // answers in an epoch that make its admitted share a measure
-	minLocked      = 3        // refusals, with nothing admitted, that show a lockout
-	maxNoise       = 0.3      // a share refused this high is a limit, however it falls
-	deepShare      = 0.2      // a share refused this high in cuts in a row: each cut deeper
-	sustainedShare = 0.8      // refused all along, admitting less than this share of the rate sent: the long run is the measure
+	lockout        = 2 * time.Second // refused all along this long: a window longer than a second's
+	minRate        = 1.0 / 60        // a unit a minute
+	minAnswers     = 8               // answers in an epoch that make its admitted share a measure
+	minLocked      = 3               // refusals, with nothing admitted, that show a lockout
+	maxNoise       = 0.3             // a share refused this high is a limit, however it falls
+	deepShare      = 0.2             // a share refused this high in cuts in a row: each cut deeper
+	sustainedShare = 0.8             // refused all along, admitting less than this share of the rate sent: the long run is the measure
 )
 
 // An estimator decides the pace of one quantity of a lane (requests or
@@ -55,6 +56,9 @@ type estimator struct {
 	span       time.Duration // how long a pace is tried: the longest window or round trip seen
 	locked     int           // cuts in a row of epochs that admitted nothing
 	rtt        time.Duration // the round trip of the newest answer admitted
+	okAt       time.Time     // when the newest request admitted went
+	nayAt      time.Time     // when the first request refused since went
+	dryCut     bool          // an episode began in the run of refusals since nayAt, past lockout
 	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
 	explained  bool          // the last refusal was one the known noise level accounts for
 	drained    bool          // it has, once
@@ -108,12 +112,38 @@ func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 	e.stretch(now.Sub(sentAt) * 2)
 	e.rtt = now.Sub(sentAt)
 	e.long.got.add(now, n)
+	if sentAt.After(e.okAt) {
+		e.okAt = sentAt
+	}
 	e.sinceProbe++
 	if sentAt.Before(e.ep.start) {
 		return
 	}
 	e.ep.admitted += n
 	e.ep.answered(now)
+}
+
+// dryRun notes a refusal of a request sent at sentAt and returns how long
+// the run of refusals it is in has lasted, nothing admitted between (by
+// when the requests went; 0 while answers admitted are slower than the run
+// and might yet come). Past lockout, the span is stretched over it: a
+// server refusing all along for so long counts a window at least that long,
+// and one with no hint says so no other way. (Cut after cut at a span of a
+// second, a lane locked out of a minute's window took its pace to a tenth of
+// the limit before the window ended, and took 8x to climb back.)
+func (e *estimator) dryRun(sentAt time.Time) time.Duration {
+	if e.nayAt.IsZero() || !e.nayAt.After(e.okAt) {
+		e.nayAt, e.dryCut = sentAt, false
+		return 0
+	}
+	d := sentAt.Sub(e.nayAt)
+	if e.okAt.IsZero() || d < 2*e.rtt {
+		return 0 // answers slower than the run: what was admitted meanwhile is not known yet
+	}
+	if d >= lockout {
+		e.stretch(d)
+	}
+	return d
 }
 
 // stretch makes a span at least d: a window the server named, or a round
@@ -135,6 +165,10 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0
 	}
 	e.long.nays.add(now, n)
+	dry := time.Duration(0)
+	if hint == 0 { // a hint says when; with none, how long the refusals last tells
+		dry = e.dryRun(sentAt)
+	}
 	if sentAt.Before(e.ep.start) {
 		return 0
 	}
@@ -143,6 +177,12 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.ep.nays++
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
+	}
+	if dry >= lockout && e.dryCut {
+		// Locked out longer than any second's window, and cut once in
+		// it: refusals until something is admitted again say nothing
+		// more of the rate. Held a span (the run's length, see dryRun).
+		return e.span
 	}
 	if e.noise.explains(&e.ep) {
 		e.explained = true
@@ -158,6 +198,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.stretch(2 * hint) // a window lasts at least the hint: judge over two
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
+	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate}
 	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
 	return min(hold, maxSpan)
