@@ -123,29 +123,6 @@ func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 	e.ep.answered(now)
 }
 
-// dryRun notes a refusal of a request sent at sentAt and returns how long
-// the run of refusals it is in has lasted, nothing admitted between (by
-// when the requests went; 0 while answers admitted are slower than the run
-// and might yet come). Past lockout, the span is stretched over it: a
-// server refusing all along for so long counts a window at least that long,
-// and one with no hint says so no other way. (Cut after cut at a span of a
-// second, a lane locked out of a minute's window took its pace to a tenth of
-// the limit before the window ended, and took 8x to climb back.)
-func (e *estimator) dryRun(sentAt time.Time) time.Duration {
-	if e.nayAt.IsZero() || !e.nayAt.After(e.okAt) {
-		e.nayAt, e.dryCut = sentAt, false
-		return 0
-	}
-	d := sentAt.Sub(e.nayAt)
-	if e.okAt.IsZero() || d < 2*e.rtt {
-		return 0 // answers slower than the run: what was admitted meanwhile is not known yet
-	}
-	if d >= lockout {
-		e.stretch(d)
-	}
-	return d
-}
-
 // stretch makes a span at least d: a window the server named, or a round
 // trip, is the least a pace must be tried for to say anything.
 func (e *estimator) stretch(d time.Duration) { e.span = min(max(e.span, d), maxSpan) }
@@ -257,15 +234,6 @@ func (e *estimator) tick(now time.Time) {
 	}
 }
 
-// used reports whether the pace was used since the epoch began: raising
-// a pace nobody reached tests nothing. Requests of many units leave part
-// of a pace unused that the next one did not fit in (a long prompt waits
-// for a whole one of its size): up to the biggest is allowed for, and a
-// request that waited for the pace's own second shows it was reached.
-func (e *estimator) used(now time.Time) bool {
-	return e.ep.pressed || e.ep.sent+e.ep.biggest >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
-}
-
 // answered counts an answer seen at now.
 func (ep *epoch) answered(now time.Time) {
 	if ep.answers == 0 {
@@ -276,44 +244,6 @@ func (ep *epoch) answered(now time.Time) {
 
 // share is the share of the units answered in the epoch that were refused.
 func (ep *epoch) share() float64 { return ep.refused / max(ep.admitted+ep.refused, 1) }
-
-// up returns the next pace after one held for a span: a step towards the
-// rate last refused (halfway at most); when settled near it, the same pace
-// for patience spans, then a probe at it; with no refusal known, a step.
-func (e *estimator) up() float64 {
-	e.good = max(e.good, e.rate)
-	switch {
-	case e.bad == 0:
-		return e.rate * e.step()
-	case e.rate >= e.bad:
-		// A probe at the refused rate held: the limit has risen, or the
-		// refusal measured it low. Climb, and probe sooner next time.
-		e.bad, e.patience, e.climbs = 0, firstPatience, 0
-		return e.rate * e.step()
-	case e.rate < nearBad*e.bad:
-		// Towards the refused rate from below, by a step that grows
-		// while it holds: a probe that fails costs a hold, so the first
-		// ones are small (the limit is often just over the pace held).
-		return min((e.rate+e.bad)/2, e.rate*e.step())
-	case e.held < e.patience || e.sinceProbe < minAnswers*e.patience:
-		// Its patience counts spans and, where a span holds few
-		// requests (a limit of a minute), requests too: each probe that
-		// fails costs a refusal, and gains little.
-		e.held++
-		return e.rate
-	}
-	e.held = 0
-	return e.bad
-}
-
-// step is the factor of the next step up: a twentieth, doubling with each
-// step in a row, up to twice the pace, so that a pace far under the limit
-// finds it in a few spans, and one just under it probes by little.
-func (e *estimator) step() float64 {
-	f := 1 + (climb-1)/2*float64(int(1)<<min(e.climbs, 5))
-	e.climbs++
-	return min(f, 2)
-}
 
 // shift starts a new epoch at pace rate from start.
 func (e *estimator) shift(start time.Time, rate float64) {
