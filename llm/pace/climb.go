@@ -33,10 +33,11 @@ func (e *estimator) up() float64 {
 		// while it holds: a probe that fails costs a hold, so the first
 		// ones are small (the limit is often just over the pace held).
 		return min((e.rate+e.bad)/2, e.rate*e.step())
-	case e.held < e.patience || e.sinceProbe < minAnswers*e.patience:
+	case e.held < e.patience || e.sinceProbe < min(minAnswers*e.patience, maxProbeWait):
 		// Its patience counts spans and, where a span holds few
 		// requests (a limit of a minute), requests too: each probe that
-		// fails costs a refusal, and gains little.
+		// fails costs a refusal, and gains little. (No more than
+		// maxProbeWait requests: at two a minute, 512 would be 4 hours.)
 		e.held++
 		return e.rate
 	}

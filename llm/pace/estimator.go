@@ -17,6 +17,7 @@ const (
 	nearBad        = 0.97 // a pace this close under the refused rate is settled
 	firstPatience  = 4    // spans held at a settled pace before the next probe, at first;
 	maxPatience    = 64   // doubling with each probe refused, up to this
+	maxProbeWait   = 64   // requests admitted since the last cut a probe waits for at most
 	climb          = 1.1  // twice the first step up (see step)
 	minSpan        = time.Second
 	maxSpan        = time.Minute
