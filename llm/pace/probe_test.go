@@ -64,15 +64,7 @@ func TestProbe(t *testing.T) {
 // not the rate; no other probe follows.
 func TestProbeRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := New(Config{Adapt: true, Concurrency: 32})
-		for i := range 20 {
-			p, err := l.Acquire(t.Context(), "m", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-			p.Done(Outcome{Result: Admitted, Requests: counterReading(time.Duration(i)*5*time.Millisecond, i+1)})
-		}
+		l := counterFilled(t, false)
 		start := time.Now()
 		p, err := l.Acquire(t.Context(), "m", 1) // held until the probe, past half of the 2 s reset
 		if err != nil {
@@ -107,16 +99,7 @@ func TestProbeRefused(t *testing.T) {
 // waitWindows round without sleeping until one had passed.
 func TestProbeBoth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := New(Config{Adapt: true, Concurrency: 32})
-		for i := range 20 {
-			p, err := l.Acquire(t.Context(), "m", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-			r := counterReading(time.Duration(i)*5*time.Millisecond, i+1)
-			p.Done(Outcome{Result: Admitted, Requests: r, TokenWindow: r})
-		}
+		l := counterFilled(t, true)
 		time.Sleep(1150 * time.Millisecond) // past both probes' time, before both resets (2.04 s)
 		ln := l.lane("m")
 		ln.mu.Lock()
@@ -126,4 +109,24 @@ func TestProbeBoth(t *testing.T) {
 			t.Errorf("a request probing both windows: fits %v, wait %v; want a wait until the reset, %v", ok, d, ln.req.win.reset.Sub(now))
 		}
 	})
+}
+
+// counterFilled is a limiter whose lane "m" sent 20 requests 5 ms apart,
+// each answered as a sliding counter of 20 a second answers (its reset at
+// 2 s), of requests and, with tokens, of tokens too.
+func counterFilled(t *testing.T, tokens bool) *Limiter {
+	l := New(Config{Adapt: true, Concurrency: 32})
+	for i := range 20 {
+		p, err := l.Acquire(t.Context(), "m", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		o := Outcome{Result: Admitted, Requests: counterReading(time.Duration(i)*5*time.Millisecond, i+1)}
+		if tokens {
+			o.TokenWindow = o.Requests
+		}
+		p.Done(o)
+	}
+	return l
 }
