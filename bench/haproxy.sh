@@ -45,57 +45,7 @@ stop_haproxy() {
 	haproxypid=
 }
 
-# cleanup runs from the EXIT trap.
-# shellcheck disable=SC2317
-cleanup() {
-	[[ -n $clientpid ]] && stop "$clientpid" INT
-	stop_haproxy
-	[[ -n $mockpid ]] && stop "$mockpid" INT
-	[[ -n ${KEEP:-} && -d $hp ]] && cp -r "$work" "$KEEP" && echo "kept logs in $KEEP" >&2
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
-# find_haproxy prints haproxy's path; /usr/sbin is not on every user's PATH.
-find_haproxy() {
-	command -v haproxy 2>/dev/null || { [[ -x /usr/sbin/haproxy ]] && echo /usr/sbin/haproxy; }
-}
-
-# install_haproxy installs Debian's package haproxy unless haproxy is there.
-# A policy-rc.d answering 101 (removed again if made here) keeps the package
-# from starting Debian's haproxy service.
-install_haproxy() {
-	find_haproxy >/dev/null && return 0
-	command -v apt-get >/dev/null || { echo "no haproxy and no apt-get: install haproxy first" >&2 && exit 1; }
-	local as=() made_policy=
-	if [[ $(id -u) != 0 ]]; then
-		command -v sudo >/dev/null || { echo "no haproxy: install it (apt-get install haproxy) as root" >&2 && exit 1; }
-		as=(sudo)
-	fi
-	echo "haproxy is not installed: installing Debian's package haproxy with apt-get (non-interactive)." >&2
-	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-		printf '#!/bin/sh\nexit 101\n' | "${as[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-		"${as[@]}" chmod +x /usr/sbin/policy-rc.d
-		made_policy=1
-	fi
-	local get=("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -q
-		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-	"${get[@]}" install --no-install-recommends haproxy >&2 ||
-		{ "${get[@]}" update >&2 && "${get[@]}" install --no-install-recommends haproxy >&2; } || true
-	[[ -n $made_policy ]] && "${as[@]}" rm -f /usr/sbin/policy-rc.d
-	find_haproxy >/dev/null || { echo "apt-get installed no haproxy" >&2 && exit 1; }
-}
-
-# answers PORT: GET /healthz through haproxy (rewritten to the mock's
-# /v1/models, outside the limit and the log) gets 200, so both answer.
-answers() (
-	exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-	printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-	IFS= read -r -t 2 line <&3 || exit 1
-	[[ $line == HTTP/1.?' 200'* ]]
-) 2>/dev/null
+limited_traps
 
 # limit_rules prints the frontend's rules for COUNT and HINT: the source is
 # tracked in the table, then a request over the rate is refused.
@@ -158,7 +108,7 @@ start_haproxy() {
 		"$haproxy_bin" -db -f "$hp/haproxy.cfg" >"$hp/access.log" 2>>"$hp/stderr.log" &
 		haproxypid=$!
 		for _ in $(seq 100); do
-			answers "$port" && return 0
+			healthz "$port" && return 0
 			alive "$haproxypid" || break
 			sleep 0.05
 		done
@@ -178,8 +128,8 @@ start_limiter() { start_haproxy; }
 stop_limiter() { stop_haproxy; }
 limiter_log() { echo "$hp/access.log"; }
 
-install_haproxy
-haproxy_bin=$(find_haproxy)
+apt_install haproxy 1
+haproxy_bin=$(find_sbin haproxy)
 export PATH=$PATH:/usr/local/go/bin
 (cd "$root" && go build -o "$work/llmbatch" .)
 bin=$work/llmbatch

@@ -109,3 +109,64 @@ limited_report() {
 		echo "  llmbatch failed; the end of its log:" && tail -n 3 "$dir/client.log" | sed 's/^/    /'
 	fi
 }
+
+# find_sbin NAME prints NAME's path; /usr/sbin is not on every user's PATH.
+find_sbin() {
+	command -v "$1" 2>/dev/null || { [[ -x /usr/sbin/$1 ]] && echo "/usr/sbin/$1"; }
+}
+
+# apt_install NAME [QUIET] installs Debian's package NAME with apt-get, as
+# root or with sudo, unless find_sbin finds it. QUIET=1: a policy-rc.d
+# answering 101 (removed again if made here) keeps the package from starting
+# Debian's own NAME service; otherwise that service may start, unused.
+apt_install() {
+	local name=$1 quiet=${2:-} as=() made_policy=
+	find_sbin "$name" >/dev/null && return 0
+	command -v apt-get >/dev/null || { echo "no $name and no apt-get: install $name first" >&2 && exit 1; }
+	if [[ $(id -u) != 0 ]]; then
+		command -v sudo >/dev/null || { echo "no $name: install it (apt-get install $name) as root" >&2 && exit 1; }
+		as=(sudo)
+	fi
+	echo "$name is not installed: installing Debian's package $name with apt-get (non-interactive)." >&2
+	if [[ -z $quiet ]]; then
+		echo "(Debian may start its own $name service; this script neither uses nor stops it.)" >&2
+	elif [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' | "${as[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+		"${as[@]}" chmod +x /usr/sbin/policy-rc.d
+		made_policy=1
+	fi
+	local get=("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -q
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+	"${get[@]}" install --no-install-recommends "$name" >&2 ||
+		{ "${get[@]}" update >&2 && "${get[@]}" install --no-install-recommends "$name" >&2; } || true
+	[[ -n $made_policy ]] && "${as[@]}" rm -f /usr/sbin/policy-rc.d
+	find_sbin "$name" >/dev/null || { echo "apt-get installed no $name" >&2 && exit 1; }
+}
+
+# healthz PORT: GET /healthz through the limiter (routed to the mock's
+# /v1/models, outside its limit) gets 200, so both the limiter and the
+# mock answer.
+healthz() (
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+	printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+	IFS= read -r -t 2 line <&3 || exit 1
+	[[ $line == HTTP/1.?' 200'* ]]
+) 2>/dev/null
+
+# limited_traps makes every exit run limited_cleanup: it stops the client
+# ($clientpid), the limiter (stop_limiter) and the mock ($mockpid), copies
+# $work to $KEEP if that is set, and removes $work.
+limited_traps() {
+	trap limited_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM HUP
+}
+
+# shellcheck disable=SC2317 # run from the EXIT trap
+limited_cleanup() {
+	[[ -n $clientpid ]] && stop "$clientpid" INT
+	stop_limiter
+	[[ -n $mockpid ]] && stop "$mockpid" INT
+	[[ -n ${KEEP:-} && -d $work ]] && cp -r "$work" "$KEEP" && echo "kept logs in $KEEP" >&2
+	rm -rf "$work"
+}

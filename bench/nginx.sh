@@ -43,48 +43,7 @@ stop_nginx() {
 	nginxpid=
 }
 
-cleanup() {
-	[[ -n $clientpid ]] && stop "$clientpid" INT
-	stop_nginx
-	[[ -n $mockpid ]] && stop "$mockpid" INT
-	[[ -n ${KEEP:-} && -d $ng ]] && cp -r "$work" "$KEEP" && echo "kept logs in $KEEP" >&2
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
-# find_nginx prints nginx's path; /usr/sbin is not on every user's PATH.
-find_nginx() {
-	command -v nginx 2>/dev/null || { [[ -x /usr/sbin/nginx ]] && echo /usr/sbin/nginx; }
-}
-
-# install_nginx installs Debian's package nginx unless nginx is there.
-install_nginx() {
-	find_nginx >/dev/null && return 0
-	command -v apt-get >/dev/null || { echo "no nginx and no apt-get: install nginx first" >&2 && exit 1; }
-	local as=()
-	if [[ $(id -u) != 0 ]]; then
-		command -v sudo >/dev/null || { echo "no nginx: install it (apt-get install nginx) as root" >&2 && exit 1; }
-		as=(sudo)
-	fi
-	echo "nginx is not installed: installing Debian's package nginx with apt-get (non-interactive)." >&2
-	echo "(Debian may start its own nginx service on port 80; this script neither uses nor stops it.)" >&2
-	local get=("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -q
-		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-	"${get[@]}" install --no-install-recommends nginx >&2 ||
-		{ "${get[@]}" update >&2 && "${get[@]}" install --no-install-recommends nginx >&2; }
-	find_nginx >/dev/null || { echo "apt-get installed no nginx" >&2 && exit 1; }
-}
-
-# answers PORT: GET /healthz through nginx (proxied to the mock's /v1/models,
-# outside the limit) gets 200, so both nginx and the mock answer.
-answers() (
-	exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-	printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-	IFS= read -r -t 2 line <&3 || exit 1
-	[[ $line == HTTP/1.?' 200'* ]]
-) 2>/dev/null
+limited_traps
 
 # write_conf PORT writes $ng/nginx.conf: limit_req on /v1/, proxied to the mock.
 write_conf() {
@@ -135,7 +94,7 @@ start_nginx() {
 		"$nginx_bin" -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" 2>>"$ng/stderr.log" &
 		nginxpid=$!
 		for _ in $(seq 100); do
-			answers "$port" && return 0
+			healthz "$port" && return 0
 			alive "$nginxpid" || break
 			sleep 0.05
 		done
@@ -153,8 +112,8 @@ start_limiter() { start_nginx; }
 stop_limiter() { stop_nginx; }
 limiter_log() { echo "$ng/access.log"; }
 
-install_nginx
-nginx_bin=$(find_nginx)
+apt_install nginx
+nginx_bin=$(find_sbin nginx)
 export PATH=$PATH:/usr/local/go/bin
 (cd "$root" && go build -o "$work/llmbatch" .)
 bin=$work/llmbatch
