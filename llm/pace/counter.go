@@ -194,8 +194,8 @@ const maxProbes = 1
 // may not: also when a told rate gives the length (see toldLength), which
 // lets units go after it.
 func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
-	if w.limit <= 0 || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall || w.probed || w.probes >= maxProbes ||
-		n > w.base || !now.Before(w.reset) || (!w.probe.IsZero() && !w.at.After(w.probe)) {
+	if w.limit <= 0 || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall || w.probes >= maxProbes ||
+		n > w.base || !now.Before(w.reset) {
 		return time.Time{}, false
 	}
 	half := w.period / 2

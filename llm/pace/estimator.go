@@ -65,7 +65,7 @@ type estimator struct {
 	drained    bool          // it has, once
 	held       int           // spans held at a settled pace
 	patience   int           // spans to hold a settled pace before a probe
-	sinceProbe int           // requests admitted since the last probe
+	sinceProbe int           // requests admitted since the last cut
 	probing    bool          // the pace is a probe at bad
 	downs      int           // cuts in a row with no step up between: each cuts deeper
 	cut        pending       // a refusal episode's cut, to decide when its hold is over

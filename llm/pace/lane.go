@@ -225,7 +225,6 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	}
 	ln.unkeep(t)
 	if t.probe != nil {
-		t.probe.probe = now
 		t.probe.probes++
 	}
 	share := ln.share()

@@ -119,9 +119,6 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Keyed || ln.contradicted(o, now) || p.probe != nil {
 		// The key rests, the others go on; or it costs its own Retry-After,
 		// no more; or a probe found the hold real (see roomOrProbe).
-		if p.probe != nil {
-			p.probe.probed = true
-		}
 		ln.answered(p, now, lostIt)
 		return o.Hint
 	}

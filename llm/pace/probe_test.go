@@ -33,12 +33,11 @@ func TestProbe(t *testing.T) {
 	if _, _, probe := w.roomOrProbe(at(1200*ms), 20, 1, 5); probe {
 		t.Errorf("a probe went past room kept for another")
 	}
-	w.probe = at(1200 * ms)
+	w.probes++ // it went
 	if _, _, probe := w.roomOrProbe(at(1300*ms), 20, 1, 0); probe {
 		t.Errorf("a second probe while the first is out")
 	}
 	w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 840 * ms}, at(1200*ms+1), at(1300*ms), 21) // refused: the same reset
-	w.probed = true
 	if _, _, probe := w.roomOrProbe(at(1500*ms), 21, 1, 0); probe {
 		t.Errorf("a probe after one was refused")
 	}
@@ -88,8 +87,8 @@ func TestProbeRefused(t *testing.T) {
 		if ln.until.After(ln.l.now()) || ln.req.est.rate != rate {
 			t.Errorf("the refused probe paused the lane until %v or moved its pace from %v to %v", ln.until, rate, ln.req.est.rate)
 		}
-		if !ln.req.win.probed {
-			t.Errorf("no note that the probe was refused")
+		if _, _, probe := ln.req.win.roomOrProbe(ln.l.now(), ln.req.count, 1, 0); probe {
+			t.Errorf("another probe after one was refused")
 		}
 	})
 }

@@ -52,9 +52,7 @@ type window struct {
 	fine   bool          // a reset was given finer than in whole seconds
 	length time.Duration // the window's length, when told; 0 otherwise
 	ctr    counter       // a sliding counter's, once its resets tell it is one
-	probe  time.Time     // when the newest request sent to see whether room came back went (see roomOrProbe)
-	probed bool          // one was refused: the hold is real
-	probes int           // how many went
+	probes int           // requests sent to see whether room came back (see roomOrProbe)
 	told   float64       // the rate the user told, units a second; 0: none
 	log    sendLog       // what the lane sent, when
 	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
