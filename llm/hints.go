@@ -229,7 +229,7 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 		return believable(d)
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 1e8 { // over three years: no delta, a time
+		if s < 1e8 { // a delta in seconds; over three years' worth, a time
 			return hint(s, time.Second)
 		}
 		// Unix seconds or milliseconds: whichever is near the server's

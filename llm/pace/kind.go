@@ -10,18 +10,25 @@ import (
 // a bucket by resets in step with what is used (judge); anything else is
 // followed as a sliding log.
 
+// resolution is how finely the window's resets are told: within timing
+// noise, or in whole seconds.
+func (w *window) resolution() time.Duration {
+	if w.fine {
+		return 20 * time.Millisecond
+	}
+	return time.Second
+}
+
 // stand tells a fixed window by its reset: it stands still while the
 // window counts (told alike, within its resolution, by requests sent
 // apart) and, once reached, moves on by a period. A sliding counter's
 // stands still too but moves on by its length before it is reached (see
-// counter.move); a sliding log's and a bucket's move with every request. A window whose resets are told too
-// coarsely for its period (whole seconds of a 1 s window) is not taken
-// for a wall: its ends are not known well enough.
+// counter.move); a sliding log's and a bucket's move with every request.
+// A window whose resets are told too coarsely for its period (whole
+// seconds of a 1 s window) is not taken for a wall: its ends are not known
+// well enough.
 func (w *window) stand(reset, sentAt time.Time) {
-	tol := 20 * time.Millisecond
-	if !w.fine {
-		tol = time.Second
-	}
+	tol := w.resolution()
 	switch d := reset.Sub(w.reset); {
 	case w.reset.IsZero():
 		w.from = sentAt
@@ -48,10 +55,7 @@ func (w *window) stand(reset, sentAt time.Time) {
 // says when all have: by the end of the next window, two lengths at most.
 // A reset further on is of something else (a penalty box's ban).
 func (w *window) beyond(r Reading) {
-	tol := 20 * time.Millisecond
-	if !w.fine {
-		tol = time.Second
-	}
+	tol := w.resolution()
 	if w.ctr.length == 0 && r.Window > 0 && r.Reset > r.Window+tol && r.Reset <= 2*r.Window+tol {
 		w.ctr.length, w.refill = r.Window, 0
 	}
@@ -72,10 +76,7 @@ func (w *window) judge(r Reading, sentAt time.Time) {
 	then := w.reset.Sub(w.at) - w.guard()
 	asBucket := time.Duration(float64(then) * used / usedThen)
 	asWall, asLog := then-sentAt.Sub(w.at), then // a wall's end comes nearer; a log's newest unit is this one
-	noise := 20 * time.Millisecond
-	if !w.fine {
-		noise = time.Second
-	}
+	noise := w.resolution()
 	if min((asBucket-asWall).Abs(), (asBucket-asLog).Abs()) <= noise {
 		return // too near to tell
 	}
