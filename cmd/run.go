@@ -148,7 +148,7 @@ func addEndpointFlags(fl *pflag.FlagSet, opts *RunOptions) {
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
 	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly at it / 1.03 (a run takes at most 1.03x the time it allows); 0 for none known")
 	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model (estimated prompt tokens plus max_tokens); 0 for none known")
-	fl.BoolVar(&opts.Adapt, "adapt", true, "learn the server's real limits from 429s and x-ratelimit headers (--adapt=false to pace exactly at --rpm/--tpm)")
+	fl.BoolVar(&opts.Adapt, "adapt", true, "learn the server's real limits from 429s and its rate-limit headers (--adapt=false to pace exactly at --rpm/--tpm)")
 	fl.StringVar(&opts.Redis, "redis", "", "share the key's limits with other llmbatch processes through this Redis: redis://[:password@]host:port/db or rediss://")
 	fl.IntVar(&opts.SharedConc, "shared-concurrency", 0, "requests in flight at most across all the processes sharing the key through --redis (expiring leases: a killed process's slots come back); 0 for no cap")
 	fl.DurationVar(&opts.BreakAfter, "break-after", 2*time.Minute, "stop (exit 3) when every attempt has failed for this long; 0 never")
