@@ -101,7 +101,9 @@ func (ln *lane) waitTurn(ctx context.Context, lim func() *rate.Limiter, l *rate.
 // dropping it as the pace becomes finite or none. burst 1 spreads requests
 // one at a time; burst 0 (tokens) is a second's worth, starting empty: a
 // full bucket would add a second's worth to the first window the server
-// counts.
+// counts. Once the headers show a told window of longWindow or more that
+// keeps no unit past its length, tokens have its worth, starting full: the
+// tracker holds the lane to what the server says it has left.
 func (q *quantity) sync(now time.Time, burst int) {
 	r := q.est.pace()
 	switch {
@@ -118,11 +120,32 @@ func (q *quantity) sync(now time.Time, burst int) {
 	}
 	if float64(q.lim.Limit()) != r {
 		q.lim.SetLimitAt(now, rate.Limit(r))
-		if burst == 0 {
-			q.lim.SetBurstAt(now, max(1, int(r)))
+	}
+	if burst > 0 {
+		return
+	}
+	b := max(1, int(r))
+	if l := q.win.toldLength(); l >= longWindow && q.win.sliding() {
+		// The server's headers show a window of the told limit, as
+		// long as it, that keeps no unit past its length: the tracker
+		// follows what it has left, which the pace need not hold back
+		// (see window.toldLength). A sliding counter's (its resets
+		// reach past the length) is followed only as well as it is
+		// modelled: the pace keeps to a second's worth.
+		b = max(b, int(r*l.Seconds()))
+		if q.lim.Burst() < b {
+			q.lim = rate.NewLimiter(rate.Limit(r), b)
+			return
 		}
 	}
+	if q.lim.Burst() != b {
+		q.lim.SetBurstAt(now, b)
+	}
 }
+
+// longWindow is the shortest window whose size the token pace holds as a
+// burst once the server's headers show it (see sync).
+const longWindow = 10 * time.Second
 
 // logged brings q's rate.Limiter in line with its estimator and logs a
 // change of a tenth or more since the last one logged. ln.mu is held.
