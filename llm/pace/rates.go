@@ -125,13 +125,7 @@ func (q *quantity) sync(now time.Time, burst int) {
 		return
 	}
 	b := max(1, int(r))
-	if l := q.win.toldLength(); l >= longWindow && q.win.sliding() {
-		// The server's headers show a window of the told limit, as
-		// long as it, that keeps no unit past its length: the tracker
-		// follows what it has left, which the pace need not hold back
-		// (see window.toldLength). A sliding counter's (its resets
-		// reach past the length) is followed only as well as it is
-		// modelled: the pace keeps to a second's worth.
+	if l, ok := q.toldWindow(); ok {
 		b = max(b, int(r*l.Seconds()))
 		if q.lim.Burst() < b {
 			q.lim = rate.NewLimiter(rate.Limit(r), b)
@@ -143,8 +137,20 @@ func (q *quantity) sync(now time.Time, burst int) {
 	}
 }
 
-// longWindow is the shortest window whose size the token pace holds as a
-// burst once the server's headers show it (see sync).
+// toldWindow reports whether the server's headers show a window of the
+// told limit (see window.toldLength) of longWindow or more that keeps no
+// unit past its length, and its length. The tracker then follows what it
+// has left, which the token pace need not hold back: it holds the
+// window's worth (see sync), and no second of it is kept to the pace (see
+// keptBySecond). A sliding counter's window (its resets reach past the
+// length) is followed only as well as it is modelled: the pace keeps to
+// a second's worth.
+func (q *quantity) toldWindow() (time.Duration, bool) {
+	l := q.win.toldLength()
+	return l, l >= longWindow && q.win.sliding()
+}
+
+// longWindow is the shortest window toldWindow takes.
 const longWindow = 10 * time.Second
 
 // logged brings q's rate.Limiter in line with its estimator and logs a

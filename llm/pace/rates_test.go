@@ -44,22 +44,24 @@ func TestPaceRaisedIsFeltAtOnce(t *testing.T) {
 
 // TestToldWindowOfAMinute: told a token limit a minute, once the server's
 // headers show a window of that limit and length that keeps no unit past
-// it, long prompts go as the tracker finds room, not one a debt apart:
-// against a sliding minute, the first minute's 12,000 take its first
-// seconds. With a second's worth as its burst, the pace let one 3,000 go
-// every 15 s, and its debts taken ahead held room the window had (told
-// cells of a minute: 1.09-1.30x). A window whose resets reach past its
-// length (a sliding counter) keeps the second's worth.
+// it, requests go as the tracker finds room: against a sliding minute, the
+// first minute's 12,000 take its first second. With a second's worth as
+// its burst, the pace let one 3,000 go every 15 s, and its debts taken
+// ahead held room the window had (told token cells of a minute: 1.09-1.30x);
+// the own second held short ones to 200 a second. A window whose resets
+// reach past its length (a sliding counter) keeps the second's worth.
 func TestToldWindowOfAMinute(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		reset func(sent time.Duration) time.Duration // the reading's reset, from when its request went
-		want  time.Duration                          // when the fourth 3,000 went, at the latest
-		least time.Duration                          // and at the earliest
+		name        string
+		n, count    int
+		reset       time.Duration // the readings' reset, from when their request went
+		least, most time.Duration // when the last went
 	}{
 		// The first waits for a second's worth (the pace starts empty).
-		{"a sliding minute", func(time.Duration) time.Duration { return time.Minute }, 1100 * time.Millisecond, 0},
-		{"a counter's reset past the minute", func(time.Duration) time.Duration { return 90 * time.Second }, time.Hour, 30 * time.Second},
+		{"long prompts, a sliding minute", 3000, 4, time.Minute, 0, 1100 * time.Millisecond},
+		{"short prompts, a sliding minute", 150, 60, time.Minute, 0, 1100 * time.Millisecond},
+		{"long prompts, a counter's reset past the minute", 3000, 4, 90 * time.Second, 30 * time.Second, time.Hour},
+		{"short prompts, a counter's reset past the minute", 150, 60, 90 * time.Second, 30 * time.Second, time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -67,20 +69,20 @@ func TestToldWindowOfAMinute(t *testing.T) {
 				start := time.Now()
 				used := 0
 				var last time.Duration
-				for i := range 4 {
-					p, err := l.Acquire(t.Context(), "m", 3000)
+				for i := range tc.count {
+					p, err := l.Acquire(t.Context(), "m", tc.n)
 					if err != nil {
 						t.Fatal(err)
 					}
 					last = time.Since(start)
-					used += 3000
-					p.Done(Outcome{Result: Admitted, TokenWindow: Reading{Told: true, Limit: 12_000, Left: 12_000 - used, Reset: tc.reset(last)}})
+					used += tc.n
+					p.Done(Outcome{Result: Admitted, TokenWindow: Reading{Told: true, Limit: 12_000, Left: 12_000 - used, Reset: tc.reset}})
 					if i == 0 {
 						time.Sleep(100 * time.Millisecond) // the first answer's headers are read
 					}
 				}
-				if last > tc.want || last < tc.least {
-					t.Errorf("the fourth 3,000 of a told 12,000 a minute went at %v, want between %v and %v", last, tc.least, tc.want)
+				if last < tc.least || last > tc.most {
+					t.Errorf("the last of %d x %d of a told 12,000 a minute went at %v, want between %v and %v", tc.count, tc.n, last, tc.least, tc.most)
 				}
 			})
 		})

@@ -58,9 +58,12 @@ func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.
 
 // keptBySecond reports whether the own second keeps a request of n units
 // to the pace: there is one, n is no more than a second of it, and the
-// server's headers have not told a bucket or a fixed window (which the
-// tracker follows).
+// server's headers have not told a bucket, a fixed window or a told window
+// of a minute or so (which the tracker follows; see toldWindow).
 func (q *quantity) keptBySecond(n float64) bool {
+	if _, told := q.toldWindow(); told {
+		return false
+	}
 	return q.lim != nil && q.win.refill == 0 && !q.win.wall && n > 0 && n <= float64(q.lim.Limit())
 }
 
