@@ -102,8 +102,9 @@ func (ln *lane) waitTurn(ctx context.Context, lim func() *rate.Limiter, l *rate.
 // one at a time; burst 0 (tokens) is a second's worth, starting empty: a
 // full bucket would add a second's worth to the first window the server
 // counts. Once the headers show a told window of longWindow or more that
-// keeps no unit past its length, tokens have its worth, starting full: the
-// tracker holds the lane to what the server says it has left.
+// keeps no unit past its length (toldWindow), the burst is its worth,
+// starting full: the tracker holds the lane to what the server says it
+// has left.
 func (q *quantity) sync(now time.Time, burst int) {
 	r := q.est.pace()
 	switch {
@@ -121,10 +122,10 @@ func (q *quantity) sync(now time.Time, burst int) {
 	if float64(q.lim.Limit()) != r {
 		q.lim.SetLimitAt(now, rate.Limit(r))
 	}
-	if burst > 0 {
-		return
+	b := burst
+	if burst == 0 {
+		b = max(1, int(r))
 	}
-	b := max(1, int(r))
 	if l, ok := q.toldWindow(); ok {
 		b = max(b, int(r*l.Seconds()))
 		if q.lim.Burst() < b {
@@ -140,8 +141,8 @@ func (q *quantity) sync(now time.Time, burst int) {
 // toldWindow reports whether the server's headers show a window of the
 // told limit (see window.toldLength) of longWindow or more that keeps no
 // unit past its length, and its length. The tracker then follows what it
-// has left, which the token pace need not hold back: it holds the
-// window's worth (see sync), and no second of it is kept to the pace (see
+// has left, which the pace need not hold back: it holds the window's
+// worth (see sync), and no second of the token pace is kept to it (see
 // keptBySecond). A sliding counter's window (its resets reach past the
 // length) is followed only as well as it is modelled: the pace keeps to
 // a second's worth.
