@@ -146,9 +146,18 @@ func (q *quantity) sync(now time.Time, burst int) {
 // keptBySecond). A sliding counter's window (its resets reach past the
 // length) is followed only as well as it is modelled: the pace keeps to
 // a second's worth.
+//
+// The window must be the told one: its limit over the told rate, the
+// length that gives it, is no more than a tenth past the longest reset
+// seen. A longer window's headers (a limit an hour, with a told limit a
+// minute) would leave the told one held by nothing.
 func (q *quantity) toldWindow() (time.Duration, bool) {
-	l := q.win.toldLength()
-	return l, l >= longWindow && q.win.sliding()
+	w := &q.win
+	if w.told <= 0 || w.limit <= 0 {
+		return 0, false
+	}
+	l := time.Duration(float64(w.limit) / w.told * float64(time.Second))
+	return l, l >= longWindow && 10*w.period >= 9*l && w.sliding()
 }
 
 // longWindow is the shortest window toldWindow takes.

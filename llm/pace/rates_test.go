@@ -91,23 +91,36 @@ func TestToldWindowOfAMinute(t *testing.T) {
 
 // TestToldRequestWindowOfAMinute: the same for a told request limit: once
 // the headers show a minute of 60 requests that keeps none past it, ten
-// go as soon as they are asked for, not one a second.
+// go as soon as they are asked for, not one a second. Headers of another
+// window (5,000 an hour) leave the told minute to the pace.
 func TestToldRequestWindowOfAMinute(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := New(Config{RPM: 60, Concurrency: 8})
-		start := time.Now()
-		for i := range 10 {
-			p, err := l.Acquire(t.Context(), "m", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Done(Outcome{Result: Admitted, Requests: Reading{Told: true, Limit: 60, Left: 59 - i, Reset: time.Minute}})
-			if i == 0 {
-				time.Sleep(100 * time.Millisecond) // the first answer's headers are read
-			}
-		}
-		if d := time.Since(start); d > 200*time.Millisecond {
-			t.Errorf("10 requests of a told 60 a minute, with a minute's window of 60 shown, took %v, want them at once", d)
-		}
-	})
+	for _, tc := range []struct {
+		name        string
+		limit       int
+		reset       time.Duration
+		least, most time.Duration
+	}{
+		{"the told minute shown", 60, time.Minute, 0, 200 * time.Millisecond},
+		{"an hour's window shown", 5000, time.Hour, 9 * time.Second, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := New(Config{RPM: 60, Concurrency: 8})
+				start := time.Now()
+				for i := range 10 {
+					p, err := l.Acquire(t.Context(), "m", 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p.Done(Outcome{Result: Admitted, Requests: Reading{Told: true, Limit: tc.limit, Left: tc.limit - 1 - i, Reset: tc.reset}})
+					if i == 0 {
+						time.Sleep(100 * time.Millisecond) // the first answer's headers are read
+					}
+				}
+				if d := time.Since(start); d < tc.least || d > tc.most {
+					t.Errorf("10 requests of a told 60 a minute took %v, want between %v and %v", d, tc.least, tc.most)
+				}
+			})
+		})
+	}
 }
