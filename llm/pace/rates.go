@@ -128,7 +128,9 @@ func (q *quantity) sync(now time.Time, burst int) {
 	}
 	if l, ok := q.toldWindow(); ok {
 		b = max(b, int(r*l.Seconds()))
-		if q.lim.Burst() < b {
+		if 2*q.lim.Burst() < b {
+			// Shown the window now: as full as the tracker finds it. (A
+			// pace moved since keeps what the limiter holds.)
 			q.lim = rate.NewLimiter(rate.Limit(r), b)
 			return
 		}

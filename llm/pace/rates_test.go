@@ -124,3 +124,29 @@ func TestToldRequestWindowOfAMinute(t *testing.T) {
 		})
 	}
 }
+
+// TestToldWindowFilledOnce: the window's worth is put in the pace once,
+// when the window is shown; a pace moved since (cut, then climbing back)
+// keeps what its limiter holds, so that no step up lets a window's worth
+// go again.
+func TestToldWindowFilledOnce(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	q := &quantity{est: newEstimator(100, true, now)}
+	q.win.told, q.win.limit, q.win.period = 100, 6000, time.Minute
+	q.sync(now, 0) // a second's worth, empty
+	q.sync(now, 0) // the window shown: its worth, full
+	if got := q.lim.TokensAt(now); got < 5999 {
+		t.Fatalf("shown a told minute of 6,000, the pace holds %v, want 6,000", got)
+	}
+	q.lim.ReserveN(now, q.lim.Burst()) // spent
+	q.est.rate = 90
+	q.sync(now, 0)
+	q.est.rate = 100
+	q.sync(now, 0)
+	if got := q.lim.TokensAt(now); got > 1 {
+		t.Errorf("a pace cut and raised again holds %v, want what it held (0)", got)
+	}
+	if q.lim.Burst() != 6000 {
+		t.Errorf("burst %d, want the window's 6,000", q.lim.Burst())
+	}
+}
