@@ -99,8 +99,10 @@ func TestTokenBound(t *testing.T) {
 		{name: "tpm told, bucket", serverTPS: 20000, clientTPM: 20000, bucket: true, max429: 0.02, maxSlow: 1.2},
 		// Told nothing, a refilling bucket: 0.92-0.94x in 40 runs of 40
 		// (the tracker follows a bucket only once its resets keep in step
-		// with use; it used to misread one run in five, up to 2.7x).
-		{name: "not told, bucket", serverTPS: 20000, bucket: true, max429: 0.02, maxSlow: 1.2},
+		// with use; it used to misread one run in five, up to 2.7x). Under
+		// -race, 0.99x at worst in 80 runs, but 1.21-1.22x in 2 of 105
+		// whole-package runs: hence 1.3x.
+		{name: "not told, bucket", serverTPS: 20000, bucket: true, max429: 0.02, maxSlow: 1.3},
 		// Without, told: the token pace's own second keeps any second to
 		// the pace, so no 429 (0 in 20 runs, 1.10x median, 1.13x worst; a
 		// rate.Limiter alone let a second's worth and its burst through,
@@ -112,8 +114,11 @@ func TestTokenBound(t *testing.T) {
 		// that does not pace tokens (13x slower before). 40 runs on
 		// 2026-12-01: 1.02-1.71x (median 1.2) at 6a33b74, 1.04-1.81x at
 		// 50d6bd6, so 2.2x; the 429s of 40 runs: median 10 (1.6%), the
-		// worst 63 (9.5%); a storm is several times that.
-		{name: "not told, no headers", serverTPS: 20000, noHeaders: true, max429: 0.12, maxSlow: 2.2},
+		// worst 63 (9.5%); on 2026-12-01 at 2d5996b, 150 runs: median 5,
+		// worst 82, and 108 (15%) once in a whole-package run: hence
+		// 20%. A storm is many times that (a limiter that does not pace
+		// tokens: thousands).
+		{name: "not told, no headers", serverTPS: 20000, noHeaders: true, max429: 0.2, maxSlow: 2.2},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			took, limited, ideal, shortWait := runTokens(t, sc, items)

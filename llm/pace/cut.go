@@ -129,13 +129,15 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	case enough && math.IsInf(cut.rate, 1):
 		e.climbs = 3
 		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
-	case enough && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)):
+	case enough && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&
+		cut.at.Sub(e.ep.start) > e.rtt:
 		// Mostly refused or held: the pace is far over. What the server
 		// let through over the whole epoch, holds and all, is its
 		// measure; but not of an epoch shorter than a span just over
 		// a pace held (a long prompt or two refused outweigh in tokens
 		// what a fraction of a second admitted): the search goes on
-		// between the two.
+		// between the two. Nor of one refused before it lasted a round
+		// trip: what it admitted, one instant sent.
 		okRate, measured = e.ep.admitted/max(cut.at.Sub(e.ep.start)-e.rtt, minSpan).Seconds(), true
 	case enough && elapsed >= e.span:
 		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true

@@ -182,3 +182,25 @@ func TestEstimator(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimatorEpochOfAnInstant: refused in the instant its epoch began
+// (a refusal comes back at once, an answer a round trip later), an epoch
+// has measured no rate: what it admitted is what one instant sent, and
+// taken over a second it cut a told-nothing token pace to a quarter
+// (against a sliding second of 10,000 tokens, 1.5-2.1x in one run of
+// three, climbing back).
+func TestEstimatorEpochOfAnInstant(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 15000, span: 2 * time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	e.sent(3300)
+	e.refused(t0, t0, 3300, 0)
+	for range 10 {
+		e.sent(60)
+		e.admitted(at(50*time.Millisecond), t0, 60)
+	}
+	e.sent(3300)
+	e.refused(at(10*time.Millisecond), t0, 3300, 0)
+	e.tick(at(time.Second))
+	if e.pace() < 7000 {
+		t.Errorf("pace = %v, want a tenth or so under the 15,000 sent, not what one instant admitted", e.pace())
+	}
+}
