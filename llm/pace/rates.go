@@ -128,10 +128,11 @@ func (q *quantity) sync(now time.Time, burst int) {
 	}
 	if l, ok := q.toldWindow(); ok {
 		b = max(b, int(r*l.Seconds()))
-		if 2*q.lim.Burst() < b {
+		if !q.filled {
 			// Shown the window now: as full as the tracker finds it. (A
-			// pace moved since keeps what the limiter holds.)
-			q.lim = rate.NewLimiter(rate.Limit(r), b)
+			// pace moved since, or a window shown again after another's
+			// reading, keeps what the limiter holds.)
+			q.lim, q.filled = rate.NewLimiter(rate.Limit(r), b), true
 			return
 		}
 	}
