@@ -162,3 +162,31 @@ func TestToldWindowFilledOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestToldWindowCutBites: a refusal cuts the pace, and the limiter holds
+// no more of the told window's worth than a second of the pace cut: the
+// refusal says the window is spent, whatever the tracker took it to have
+// left (no headers came with it). It had held 10,500 of the 12,000, and
+// 12 x 300 went in the instant after the hold.
+func TestToldWindowCutBites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 12_000, Concurrency: 8, Adapt: true})
+		p, _ := l.Acquire(t.Context(), "m", 300)
+		p.Done(Outcome{Result: Admitted, TokenWindow: Reading{Told: true, Limit: 12_000, Left: 11_700, Reset: time.Minute}})
+		time.Sleep(100 * time.Millisecond) // the window shown: its worth, full
+		p, _ = l.Acquire(t.Context(), "m", 300)
+		hold := p.Done(Outcome{Result: Refused, Tokens: true, Hint: time.Second})
+		refused := time.Now()
+		for range 12 {
+			p, err := l.Acquire(t.Context(), "m", 300)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done(Outcome{Result: Admitted})
+		}
+		// At the pace cut to 180 a second, a second's worth at once.
+		if d := time.Since(refused); d < 10*time.Second {
+			t.Errorf("after a refusal (hold %v), 12 x 300 of a told 12,000 a minute went in %v, want the pace cut: 15 s or so", hold, d)
+		}
+	})
+}
