@@ -35,6 +35,8 @@ type quantity struct {
 	count float64 // units sent so far
 	own   history // units sent, by second, for weighing the server's claims
 	shown float64 // the pace last logged
+	// filled: a told window's worth has gone into lim, once (see sync).
+	filled bool
 }
 
 func newLane(l *Limiter, model string) *lane {

@@ -119,6 +119,7 @@ func (q *quantity) sync(now time.Time, burst int) {
 		q.lim.ReserveN(now, q.lim.Burst())
 		return
 	}
+	cut := r < float64(q.lim.Limit())
 	if float64(q.lim.Limit()) != r {
 		q.lim.SetLimitAt(now, rate.Limit(r))
 	}
@@ -126,17 +127,31 @@ func (q *quantity) sync(now time.Time, burst int) {
 	if burst == 0 {
 		b = max(1, int(r))
 	}
+	if cut {
+		q.drain(now, b)
+	}
 	if l, ok := q.toldWindow(); ok {
 		b = max(b, int(r*l.Seconds()))
-		if 2*q.lim.Burst() < b {
+		if !q.filled {
 			// Shown the window now: as full as the tracker finds it. (A
-			// pace moved since keeps what the limiter holds.)
-			q.lim = rate.NewLimiter(rate.Limit(r), b)
+			// pace moved since, or a window shown again after another's
+			// reading, keeps what the limiter holds.)
+			q.lim, q.filled = rate.NewLimiter(rate.Limit(r), b), true
 			return
 		}
 	}
 	if q.lim.Burst() != b {
 		q.lim.SetBurstAt(now, b)
+	}
+}
+
+// drain leaves q's limiter, its pace cut, holding no more than own, the
+// burst of the pace alone: a cut follows a refusal, which says the window
+// is spent whatever the tracker took it to have left, and a told window's
+// worth held (see toldWindow) would let it go at once.
+func (q *quantity) drain(now time.Time, own int) {
+	if over := int(q.lim.TokensAt(now)) - own; over > 0 {
+		q.lim.ReserveN(now, min(over, q.lim.Burst()))
 	}
 }
 

@@ -126,27 +126,67 @@ func TestToldRequestWindowOfAMinute(t *testing.T) {
 }
 
 // TestToldWindowFilledOnce: the window's worth is put in the pace once,
-// when the window is shown; a pace moved since (cut, then climbing back)
-// keeps what its limiter holds, so that no step up lets a window's worth
-// go again.
+// when the window is shown; a pace moved since (cut, then climbing back,
+// from under half of it too) or a reading of another window between keeps
+// what its limiter holds, so that no step up lets a window's worth go
+// again. (A cut under half and the climb back, or Kong's second and minute
+// taking turns as the one that binds, had refilled it.)
 func TestToldWindowFilledOnce(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	q := &quantity{est: newEstimator(100, true, now)}
-	q.win.told, q.win.limit, q.win.period = 100, 6000, time.Minute
-	q.sync(now, 0) // a second's worth, empty
-	q.sync(now, 0) // the window shown: its worth, full
-	if got := q.lim.TokensAt(now); got < 5999 {
-		t.Fatalf("shown a told minute of 6,000, the pace holds %v, want 6,000", got)
+	for _, tc := range []struct {
+		name    string
+		between func(q *quantity, now time.Time)
+	}{
+		{"cut a tenth", func(q *quantity, now time.Time) { q.est.rate = 90; q.sync(now, 0) }},
+		{"cut to under half", func(q *quantity, now time.Time) { q.est.rate = 40; q.sync(now, 0) }},
+		{"another window's limit read", func(q *quantity, now time.Time) { q.win.limit = 100; q.sync(now, 0); q.win.limit = 6000 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(1_000_000, 0)
+			q := &quantity{est: newEstimator(100, true, now)}
+			q.win.told, q.win.limit, q.win.period = 100, 6000, time.Minute
+			q.sync(now, 0) // a second's worth, empty
+			q.sync(now, 0) // the window shown: its worth, full
+			if got := q.lim.TokensAt(now); got < 5999 {
+				t.Fatalf("shown a told minute of 6,000, the pace holds %v, want 6,000", got)
+			}
+			q.lim.ReserveN(now, q.lim.Burst()) // spent
+			tc.between(q, now)
+			q.est.rate = 100
+			q.sync(now, 0)
+			if got := q.lim.TokensAt(now); got > 1 {
+				t.Errorf("a pace moved and raised again holds %v, want what it held (0)", got)
+			}
+			if q.lim.Burst() != 6000 {
+				t.Errorf("burst %d, want the window's 6,000", q.lim.Burst())
+			}
+		})
 	}
-	q.lim.ReserveN(now, q.lim.Burst()) // spent
-	q.est.rate = 90
-	q.sync(now, 0)
-	q.est.rate = 100
-	q.sync(now, 0)
-	if got := q.lim.TokensAt(now); got > 1 {
-		t.Errorf("a pace cut and raised again holds %v, want what it held (0)", got)
-	}
-	if q.lim.Burst() != 6000 {
-		t.Errorf("burst %d, want the window's 6,000", q.lim.Burst())
-	}
+}
+
+// TestToldWindowCutBites: a refusal cuts the pace, and the limiter holds
+// no more of the told window's worth than a second of the pace cut: the
+// refusal says the window is spent, whatever the tracker took it to have
+// left (no headers came with it). It had held 10,500 of the 12,000, and
+// 12 x 300 went in the instant after the hold.
+func TestToldWindowCutBites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 12_000, Concurrency: 8, Adapt: true})
+		p, _ := l.Acquire(t.Context(), "m", 300)
+		p.Done(Outcome{Result: Admitted, TokenWindow: Reading{Told: true, Limit: 12_000, Left: 11_700, Reset: time.Minute}})
+		time.Sleep(100 * time.Millisecond) // the window shown: its worth, full
+		p, _ = l.Acquire(t.Context(), "m", 300)
+		hold := p.Done(Outcome{Result: Refused, Tokens: true, Hint: time.Second})
+		refused := time.Now()
+		for range 12 {
+			p, err := l.Acquire(t.Context(), "m", 300)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done(Outcome{Result: Admitted})
+		}
+		// At the pace cut to 180 a second, a second's worth at once.
+		if d := time.Since(refused); d < 10*time.Second {
+			t.Errorf("after a refusal (hold %v), 12 x 300 of a told 12,000 a minute went in %v, want the pace cut: 15 s or so", hold, d)
+		}
+	})
 }
