@@ -79,6 +79,7 @@ type limitInfo struct {
 	Window    time.Duration // its length (IETF w, Kong's -Minute); 0 when not told
 	From      string        // the style it was read from: "openai", "anthropic", "ietf", "kong", "ratelimit", "x-ratelimit"
 	Guessed   bool          // its unit is not said: taken for requests, the limiter weighs it (see pace.Reading)
+	Several   bool          // the headers told other windows of the same unit besides (Kong's -Second and -Minute)
 }
 
 // known reports whether l tells anything.

@@ -312,7 +312,11 @@ func binding(ls []limitInfo) limitInfo {
 	told := slices.ContainsFunc(ls, func(l limitInfo) bool { return l.Told })
 	var best limitInfo
 	least := math.Inf(1)
+	known := 0
 	for _, l := range ls {
+		if l.known() {
+			known++
+		}
 		if told && !l.Told {
 			continue
 		}
@@ -321,6 +325,7 @@ func binding(ls []limitInfo) limitInfo {
 			best, least = l, r
 		}
 	}
+	best.Several = known > 1
 	return best
 }
 

@@ -29,6 +29,12 @@ func lim(from string, limit, left int, reset time.Duration, kind resetKind, wind
 		Window: window, From: from}
 }
 
+// several is l as the one that binds of several windows the headers told.
+func several(l limitInfo) limitInfo {
+	l.Several = true
+	return l
+}
+
 // server is the server's clock in the captures: 30 s into a minute.
 var server = time.Date(2026, 12, 1, 9, 30, 30, 0, time.UTC)
 
@@ -116,7 +122,7 @@ func TestParseLimitsIETF(t *testing.T) {
 RateLimit: "100-in-1min"; r=95; t=25`, serverLimits{Requests: lim("ietf", 100, 95, 25*time.Second, resetUnknown, time.Minute)}},
 		{"two policies: the daily one binds", `RateLimit-Policy: "burst";q=100;w=60,"daily";q=1000;w=86400
 RateLimit: "burst";r=50;t=30, "daily";r=10;t=3600`, serverLimits{
-			Requests: lim("ietf", 1000, 10, time.Hour, resetUnknown, 24*time.Hour)}},
+			Requests: several(lim("ietf", 1000, 10, time.Hour, resetUnknown, 24*time.Hour))}},
 		{"a token policy beside a request one", `RateLimit-Policy: "rpm";q=60;w=60, "tpm";q=10000;w=60;qu="tokens"
 RateLimit: "rpm";r=59;t=60, "tpm";r=0;t=12`, serverLimits{
 			Requests: lim("ietf", 60, 59, time.Minute, resetUnknown, time.Minute),
@@ -135,7 +141,7 @@ RateLimit: "bytes";r=0;t=5`, serverLimits{}},
 			serverLimits{Requests: lim("ietf", 100, -1, 0, resetUnknown, time.Minute)}},
 		{"token names, odd spaces, two field lines", `RateLimit-Policy: default;q=10;w=5
 RateLimit: default ; r=7 ; t=3
-RateLimit: other;r=1000;t=1`, serverLimits{Requests: lim("ietf", 10, 7, 3*time.Second, resetUnknown, 5*time.Second)}},
+RateLimit: other;r=1000;t=1`, serverLimits{Requests: several(lim("ietf", 10, 7, 3*time.Second, resetUnknown, 5*time.Second))}},
 		{"case of keys and units", `RateLimit-Policy: "T";Q=5000;W=60;QU="Tokens"
 RateLimit: "T";R=10;T=2`, serverLimits{Tokens: lim("ietf", 5000, 10, 2*time.Second, resetUnknown, time.Minute)}},
 		{"an item without a policy", `RateLimit: "default";r=3;t=2`,
@@ -152,7 +158,7 @@ X-RateLimit-Limit-Minute: 10
 X-RateLimit-Remaining-Minute: 9
 RateLimit-Limit: 5
 RateLimit-Remaining: 4
-RateLimit-Reset: 1`, serverLimits{Requests: lim("kong", 10, 9, 30*time.Second, resetWindow, time.Minute)}},
+RateLimit-Reset: 1`, serverLimits{Requests: several(lim("kong", 10, 9, 30*time.Second, resetWindow, time.Minute))}},
 		{"429: the minute spent, reset from RateLimit-Reset", `X-RateLimit-Limit-Minute: 10
 X-RateLimit-Remaining-Minute: 0
 X-RateLimit-Limit-Hour: 100
@@ -160,12 +166,12 @@ X-RateLimit-Remaining-Hour: 50
 RateLimit-Limit: 10
 RateLimit-Remaining: 0
 RateLimit-Reset: 29
-Retry-After: 29`, serverLimits{Requests: lim("kong", 10, 0, 29*time.Second, resetWindow, time.Minute),
+Retry-After: 29`, serverLimits{Requests: several(lim("kong", 10, 0, 29*time.Second, resetWindow, time.Minute)),
 			RetryAfter: 29 * time.Second, RetryFrom: "retry-after"}},
 		{"two spent: the later reset binds", `x-ratelimit-limit-second: 2
 x-ratelimit-remaining-second: 0
 x-ratelimit-limit-minute: 20
-x-ratelimit-remaining-minute: 0`, serverLimits{Requests: lim("kong", 20, 0, 30*time.Second, resetWindow, time.Minute)}},
+x-ratelimit-remaining-minute: 0`, serverLimits{Requests: several(lim("kong", 20, 0, 30*time.Second, resetWindow, time.Minute))}},
 		{"Mistral's tokens: the month binds", `ratelimitbysize-limit: 500000
 ratelimitbysize-remaining: 499000
 ratelimitbysize-reset: 25
@@ -173,7 +179,7 @@ x-ratelimitbysize-limit-minute: 500000
 x-ratelimitbysize-remaining-minute: 499000
 x-ratelimitbysize-limit-month: 1000000000
 x-ratelimitbysize-remaining-month: 999000000`, serverLimits{
-			Tokens: lim("kong", 1000000000, 999000000, monthEnd, resetWindow, 31*24*time.Hour)}},
+			Tokens: several(lim("kong", 1000000000, 999000000, monthEnd, resetWindow, 31*24*time.Hour))}},
 		{"Mistral's tokens, the minute nearly spent", `ratelimitbysize-limit: 500000
 ratelimitbysize-remaining: 100
 ratelimitbysize-reset: 25
@@ -181,7 +187,7 @@ x-ratelimitbysize-limit-minute: 500000
 x-ratelimitbysize-remaining-minute: 100
 x-ratelimitbysize-limit-month: 1000000000
 x-ratelimitbysize-remaining-month: 999000000`, serverLimits{
-			Tokens: lim("kong", 500000, 100, 25*time.Second, resetWindow, time.Minute)}},
+			Tokens: several(lim("kong", 500000, 100, 25*time.Second, resetWindow, time.Minute))}},
 		{"a window's own reset field", `X-RateLimit-Limit-Minute: 60
 X-RateLimit-Remaining-Minute: 10
 X-RateLimit-Reset-Minute: ` + unixAt(12*time.Second), serverLimits{
@@ -252,7 +258,7 @@ x-ratelimit-remaining-tokens: 150`, serverLimits{
 		{"negative, NaN and absurd resets and windows", `RateLimit-Policy: "a";q=-5;w=-60, "b";q=10;w=NaN
 RateLimit: "a";r=3;t=-1, "b";r=2;t=1e30
 X-Retry-In: -3s
-Retry-After: -1`, serverLimits{Requests: lim("ietf", 10, 2, 0, resetUnknown, 0)}},
+Retry-After: -1`, serverLimits{Requests: several(lim("ietf", 10, 2, 0, resetUnknown, 0))}},
 		{"resets between seconds and timestamps, and past ones", `x-ratelimit-remaining-requests: 1
 x-ratelimit-reset-requests: 500000000
 x-ratelimit-remaining-tokens: 1

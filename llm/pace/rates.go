@@ -167,10 +167,13 @@ func (q *quantity) drain(now time.Time, own int) {
 // The window must be the told one: its limit over the told rate, the
 // length that gives it, is no more than a tenth past the longest reset
 // seen. A longer window's headers (a limit an hour, with a told limit a
-// minute) would leave the told one held by nothing.
+// minute) would leave the told one held by nothing. Nor is it taken from
+// headers that tell several windows (Kong's -Second beside its -Minute):
+// the tracker follows the one binding at each answer, and a minute's
+// worth at once would overrun the second.
 func (q *quantity) toldWindow() (time.Duration, bool) {
 	w := &q.win
-	if w.told <= 0 || w.limit <= 0 {
+	if w.told <= 0 || w.limit <= 0 || q.several {
 		return 0, false
 	}
 	l := time.Duration(float64(w.limit) / w.told * float64(time.Second))

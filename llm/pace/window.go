@@ -16,6 +16,7 @@ type Reading struct {
 	// Guessed: the headers did not say what the window counts (taken for
 	// requests); the lane weighs it against its own counts (see weigh).
 	Guessed bool
+	Several bool // other windows of its unit were told besides, this the one binding now (Kong's -Second and -Minute)
 	// Whether room comes back at a wall, as sends leave a sliding window,
 	// or as a bucket refills, the tracker tells by how resets move: header
 	// styles that speak of buckets (OpenAI's) are sent by windows too.

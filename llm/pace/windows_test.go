@@ -39,8 +39,8 @@ func (k *kongServer) serve() Outcome {
 	} else {
 		k.refuse++
 	}
-	sr := Reading{Told: true, Limit: k.perSec, Left: k.perSec - k.secN[s], Reset: time.Duration(s+1)*time.Second - now, Window: time.Second}
-	mr := Reading{Told: true, Limit: k.perMin, Left: k.perMin - k.minN[m], Reset: time.Duration(m+1)*time.Minute - now, Window: time.Minute}
+	sr := Reading{Told: true, Limit: k.perSec, Left: k.perSec - k.secN[s], Reset: time.Duration(s+1)*time.Second - now, Window: time.Second, Several: true}
+	mr := Reading{Told: true, Limit: k.perMin, Left: k.perMin - k.minN[m], Reset: time.Duration(m+1)*time.Minute - now, Window: time.Minute, Several: true}
 	o := Outcome{Result: Admitted, Requests: mr}
 	if float64(sr.Left)/sr.Reset.Seconds() < float64(mr.Left)/mr.Reset.Seconds() {
 		o.Requests = sr
@@ -52,12 +52,13 @@ func (k *kongServer) serve() Outcome {
 }
 
 // TestToldMinuteBesideASecond: told the minute of a server that counts a
-// second besides (Kong's second and minute, each read when it binds), the
-// told window's worth goes into the pace once: as the minute's reading
-// and the second's took turns, each turn back to the minute refilled it,
-// and 8 workers had 123-130 refused besides 200 admitted (none before the
-// told window's burst; 0-7 in 10 runs now, in the first second, before
-// the second's reading binds).
+// second besides (Kong's second and minute, each read when it binds, the
+// readings marked as one of several), the pace does not take the minute
+// for the told window (see toldWindow), so nothing is refused. As the
+// minute's reading and the second's took turns, each turn back to the
+// minute had refilled a minute's worth: 8 workers had 123-130 refused
+// besides 200 admitted; filled once, 0-7, all in the first second, before
+// the second's reading bound.
 func TestToldMinuteBesideASecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{RPM: 300, Concurrency: 8})
@@ -80,8 +81,8 @@ func TestToldMinuteBesideASecond(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if k.refuse > 15 {
-			t.Errorf("%d of %d requests refused, want 15 at most", k.refuse, k.refuse+k.admitted)
+		if k.refuse > 0 {
+			t.Errorf("%d of %d requests refused, want none", k.refuse, k.refuse+k.admitted)
 		}
 	})
 }
