@@ -37,9 +37,6 @@ type quantity struct {
 	shown float64 // the pace last logged
 	// filled: a told window's worth has gone into lim, once (see sync).
 	filled bool
-	// several: a reading told other windows of the unit besides its own
-	// (see toldWindow).
-	several bool
 }
 
 func newLane(l *Limiter, model string) *lane {

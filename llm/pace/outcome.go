@@ -91,8 +91,6 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	if !o.Keyed && !ln.contradicted(o, now) {
 		ln.req.win.read(o.Requests, p.sent, now, p.seqReq)
 		ln.tok.win.read(o.TokenWindow, p.sent, now, p.seqTok)
-		ln.req.several = ln.req.several || o.Requests.Several
-		ln.tok.several = ln.tok.several || o.TokenWindow.Several
 		ln.req.est.stretch(ln.req.win.period)
 		ln.tok.est.stretch(ln.tok.win.period)
 	}

@@ -173,7 +173,7 @@ func (q *quantity) drain(now time.Time, own int) {
 // worth at once would overrun the second.
 func (q *quantity) toldWindow() (time.Duration, bool) {
 	w := &q.win
-	if w.told <= 0 || w.limit <= 0 || q.several {
+	if w.told <= 0 || w.limit <= 0 || w.many {
 		return 0, false
 	}
 	l := time.Duration(float64(w.limit) / w.told * float64(time.Second))

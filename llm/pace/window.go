@@ -51,6 +51,7 @@ type window struct {
 	refill float64       // units a second a bucket gains back; 0: not a bucket
 	most   int           // the most a reading said was left
 	fine   bool          // a reset was given finer than in whole seconds
+	many   bool          // a reading told other windows of its unit besides its own (see toldWindow)
 	length time.Duration // the window's length, when told; 0 otherwise
 	ctr    counter       // a sliding counter's, once its resets tell it is one
 	probes int           // requests sent to see whether room came back (see roomOrProbe)
@@ -73,8 +74,7 @@ func (w *window) span() time.Duration {
 }
 
 // toldLength is the length a told rate gives a window of a limit said
-// (its limit over the rate), when no longer than any reset seen; 0 if not
-// known.
+// (its limit over the rate), at most the longest reset seen; 0 if not known.
 func (w *window) toldLength() time.Duration {
 	if w.told <= 0 || w.limit <= 0 {
 		return 0
@@ -93,6 +93,7 @@ func (w *window) sent(now time.Time, count float64) {
 // the lane sent since (an answer slower than the window), unless the size
 // is not known: then it is old news.
 func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
+	w.many = w.many || r.Several
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		return
 	}
