@@ -80,7 +80,7 @@ func (r *run) sendGroup(ctx context.Context, items []*Item, emit func(outcome) b
 	if err != nil {
 		return r.halves(ctx, items, emit)
 	}
-	req := r.request(items[0].Model, body, mergedTokens(items, r.shaper.tokens), "group:"+items[0].ID)
+	req := r.request(items[0].Model, body, mergedTokens(items, r.shaper.tokens), mergedOutput(items), "group:"+items[0].ID)
 	resp, n, err := r.do(ctx, req, items...)
 	if err != nil {
 		return r.groupFailed(ctx, items, err, n, emit)

@@ -165,10 +165,16 @@ func mergedTokens(items []*Item, count func(string) int) int {
 	for _, it := range items {
 		n += it.PromptTokens + mergedInputOverhead
 	}
-	if first.MaxOutput > 0 {
-		n += len(items)*(first.MaxOutput+mergedItemOverhead) + mergedOuterOverhead
+	return n + mergedOutput(items)
+}
+
+// mergedOutput is the answer's budget of the merged request of items, as
+// buildMerged sets it: 0 when the items set none.
+func mergedOutput(items []*Item) int {
+	if items[0].MaxOutput <= 0 {
+		return 0
 	}
-	return n
+	return len(items)*(items[0].MaxOutput+mergedItemOverhead) + mergedOuterOverhead
 }
 
 // mergedInputOverhead is the estimate of what mergedInputs adds to a prompt:

@@ -182,7 +182,7 @@ func (o *offload) online(ctx context.Context, s batchapi.Shard) error {
 // sendOnline sends one item and emits its outcome; an error that stops
 // every request stops the run, and the item is left to a rerun.
 func (o *offload) sendOnline(ctx context.Context, it *Item, emit func(outcome) error) error {
-	resp, n, err := o.cfg.Client.Do(ctx, &llm.Request{Model: it.Model, Body: it.Body, Tokens: it.Tokens, Label: it.ID})
+	resp, n, err := o.cfg.Client.Do(ctx, &llm.Request{Model: it.Model, Body: it.Body, Tokens: it.Tokens, Output: it.MaxOutput, Label: it.ID})
 	var ae *llm.APIError
 	switch {
 	case ctx.Err() != nil:

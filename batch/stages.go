@@ -140,7 +140,7 @@ func (r *run) send(ctx context.Context, it *Item) (o outcome, ok bool, err error
 	}
 	model, body, attempts := it.Model, it.Body, 0
 	for next := 0; ; next++ {
-		resp, n, err := r.do(ctx, r.request(model, body, it.Tokens, it.ID), it)
+		resp, n, err := r.do(ctx, r.request(model, body, it.Tokens, it.MaxOutput, it.ID), it)
 		attempts += n
 		if err == nil {
 			return outcome{item: it, resp: resp, attempts: attempts}, true, nil
@@ -160,9 +160,10 @@ func (r *run) send(ctx context.Context, it *Item) (o outcome, ok bool, err error
 	}
 }
 
-// request is the client request for a body, which drains with the run.
-func (r *run) request(model string, body []byte, tokens int, label string) *llm.Request {
-	return &llm.Request{Model: model, Body: body, Tokens: tokens, Label: label, Drain: r.drained.Done()}
+// request is the client request for a body, which drains with the run:
+// tokens its estimate, output the part of it that is max_tokens.
+func (r *run) request(model string, body []byte, tokens, output int, label string) *llm.Request {
+	return &llm.Request{Model: model, Body: body, Tokens: tokens, Output: output, Label: label, Drain: r.drained.Done()}
 }
 
 // stopsItem reports whether a request's err leaves its items without an

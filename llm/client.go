@@ -52,9 +52,10 @@ type Client struct {
 	http     HTTPClient
 	log      *slog.Logger
 	stats    stats
-	secrets  []secret // the key and the base URL's credentials, hidden from errors (see scrub)
-	keys     *keyRing // several keys in rotation; nil with one or none
-	health   health   // the circuit breaker's count, and when a request last got through
+	secrets  []secret   // the key and the base URL's credentials, hidden from errors (see scrub)
+	keys     *keyRing   // several keys in rotation; nil with one or none
+	health   health     // the circuit breaker's count, and when a request last got through
+	scale    tokenScale // how each model's server counts the prompts the client estimates
 }
 
 // New validates cfg and returns a client.
@@ -160,6 +161,10 @@ type Request struct {
 	Model  string // the model named in Body, so that each model is paced on its own
 	Body   []byte // the JSON body of POST /chat/completions
 	Tokens int    // estimated tokens (prompt plus max_tokens), for the token limit
+	// Output is the part of Tokens that is the answer's budget (max_tokens),
+	// which servers count as it is; the rest, the prompt's estimate, the
+	// limiter is given in the server's own tokens (see tokenScale).
+	Output int
 	Label  string // names the request in logs (an item or group id)
 
 	// Drain, when closed, ends the request's waits (pacing, backoff, a

@@ -105,7 +105,8 @@ func (c *Client) try(ctx, waitCtx context.Context, req *Request) (tried, error) 
 	if err != nil {
 		return tried{}, err
 	}
-	p, err := c.cfg.Limiter.Acquire(waitCtx, req.Model, req.Tokens)
+	tokens := c.scale.apply(req.Model, req.Tokens, req.Output)
+	p, err := c.cfg.Limiter.Acquire(waitCtx, req.Model, tokens)
 	if err == nil && waitCtx.Err() != nil { // drained as the permit came
 		p.Release()
 		err = waitCtx.Err()
@@ -117,7 +118,10 @@ func (c *Client) try(ctx, waitCtx context.Context, req *Request) (tried, error) 
 	t := tried{ki: ki, sent: time.Now()}
 	t.resp, t.err = c.attempt(ctx, req.Body, key)
 	if ae := (*APIError)(nil); errors.As(t.err, &ae) {
-		ae.settle(req.Tokens)
+		ae.settle(tokens)
+	}
+	if t.err == nil && t.resp.Chat.Usage != nil {
+		c.scale.learn(req.Model, req.Tokens-req.Output, t.resp.Chat.Usage.PromptTokens)
 	}
 	t.hold = c.report(p, t.resp, t.err, ki >= 0)
 	return t, nil
