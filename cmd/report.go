@@ -52,6 +52,9 @@ type EffectiveLimit struct {
 	Model string  `json:"model"`
 	RPM   float64 `json:"rpm,omitempty"`
 	TPM   float64 `json:"tpm,omitempty"`
+	// TokenScale is what the pace counted an estimated prompt token as:
+	// the server's own count over the estimates (see llm.Stats.TokenScale).
+	TokenScale float64 `json:"token_scale,omitempty"`
 }
 
 func newReport(opts *RunOptions, started time.Time, s *batch.Summary, runErr error, cs llm.Stats, lim *llm.Limiter) *Report {
@@ -75,7 +78,8 @@ func newReport(opts *RunOptions, started time.Time, s *batch.Summary, runErr err
 	for _, m := range lim.Models() {
 		rpm, tpm := lim.Effective(m)
 		if rpm > 0 || tpm > 0 {
-			r.Limits = append(r.Limits, EffectiveLimit{Model: m, RPM: math.Round(rpm), TPM: math.Round(tpm)})
+			r.Limits = append(r.Limits, EffectiveLimit{Model: m, RPM: math.Round(rpm), TPM: math.Round(tpm),
+				TokenScale: math.Round(cs.TokenScale[m]*1000) / 1000})
 		}
 	}
 	r.Tokens.Prompt, r.Tokens.Completion = s.PromptTokens, s.OutputTokens

@@ -319,3 +319,31 @@ func TestSeveralKeys(t *testing.T) {
 		t.Errorf("two keys: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestReportTokenScale checks that a run told a token limit reports the
+// scale its pace learned from the answers' usage: the mock counts a token
+// per four characters, the tokenizer (and its 10% margin) more for short
+// words, so the scale is under 1.
+func TestReportTokenScale(t *testing.T) {
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf(`{"id":"s%d","prompt":"%d %s"}`, i, i, strings.Repeat("a to of in is it ", 30)))
+	}
+	in := writeInput(t, lines...)
+	report := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := execute(t, nil, "run", "--provider", "mock", "--tpm", "6000000", "--report", report, in)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var r Report
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Limits) != 1 || r.Limits[0].TokenScale <= 0.5 || r.Limits[0].TokenScale >= 0.95 {
+		t.Errorf("effective limits %+v, want one model's with a token scale between 0.5 and 0.95", r.Limits)
+	}
+}

@@ -14,6 +14,11 @@ type Stats struct {
 	RateLimited     int64            // 429 answers about rates (not quota)
 	RetriesByStatus map[string]int64 // failed attempts that were retried, by status ("429", "503", "timeout"…)
 	Waited          time.Duration    // time spent waiting before retries (server hints and backoff)
+	// TokenScale is, by model, what the pace counts a prompt's estimated
+	// token as: the server's count of the prompts answered over their
+	// estimates, kept a twentieth over that count when lower (see
+	// [Request.Output]). Models no answer told usage of are absent.
+	TokenScale map[string]float64
 }
 
 type stats struct {
@@ -41,7 +46,7 @@ func (s *stats) retried(ae *APIError, d time.Duration) {
 func (c *Client) Stats() Stats {
 	s := &c.stats
 	out := Stats{Attempts: s.attempts.Load(), Retries: s.retries.Load(), RateLimited: s.limited.Load(),
-		Waited: time.Duration(s.waited.Load()), RetriesByStatus: map[string]int64{}}
+		Waited: time.Duration(s.waited.Load()), RetriesByStatus: map[string]int64{}, TokenScale: c.scale.factors()}
 	s.mu.Lock()
 	for k, v := range s.byStatus {
 		out.RetriesByStatus[k] = v

@@ -69,6 +69,21 @@ func (s *tokenScale) factor(model string) float64 {
 	return f
 }
 
+// factors returns the scale of every model some answer told usage of.
+func (s *tokenScale) factors() map[string]float64 {
+	s.mu.Lock()
+	models := make([]string, 0, len(s.models))
+	for m := range s.models {
+		models = append(models, m)
+	}
+	s.mu.Unlock()
+	out := make(map[string]float64, len(models))
+	for _, m := range models {
+		out[m] = s.factor(m)
+	}
+	return out
+}
+
 // learn takes in an answer to a request of model whose prompt was
 // estimated at estimated tokens and which the server's usage counted as
 // counted prompt tokens. An answer that did not say (counted 0) tells
