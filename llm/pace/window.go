@@ -114,7 +114,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 		w.limit = r.Limit
 	}
 	w.most = max(w.most, r.Left)
-	w.fine = w.fine || r.Reset%time.Second != 0
+	w.fine = w.ctr.note(r.Reset)
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.stand(reset, sentAt)
@@ -129,7 +129,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.excess = used - (seq - w.lo)
 	w.base = float64(r.Left) + used
 	if w.counting() {
-		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, !w.fine, w.guard())
+		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, w.length > 0, w.guard())
 	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
 }
