@@ -228,3 +228,46 @@ func TestCounterRefined(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterOfToldRate: told a rate, a reset past one and a half of the
+// length it gives (the limit over it), at an end that stood still for
+// requests sent apart, is a sliding counter's of that length, also when
+// the later request's answer (a refusal, answered at once) came first; a
+// sliding log's or a fixed window's resets, under a rate told too high,
+// are not.
+func TestCounterOfToldRate(t *testing.T) {
+	ms := time.Millisecond
+	type answer struct {
+		sent, reset time.Duration
+		left        int
+	}
+	follow := func(told float64, answers []answer) *window {
+		w := window{told: told}
+		for i, a := range answers {
+			w.sent(at(a.sent), float64(i+1))
+		}
+		for i, a := range answers {
+			w.read(Reading{Told: true, Limit: 20, Left: a.left, Reset: a.reset}, at(a.sent), at(a.sent+time.Millisecond), float64(i+1))
+		}
+		return &w
+	}
+	// The first reading sets the period, and with it the guard added to
+	// the ends of the later ones.
+	counter := []answer{{0, 2 * time.Second, 19}, {100 * ms, 1900 * ms, 18}, {300 * ms, 1700 * ms, 17}}
+	if w := follow(20, counter); !w.counting() || w.ctr.length != time.Second {
+		t.Errorf("a counter told 20 a second: counting %v, length %v; want a counter of 1s", w.counting(), w.ctr.length)
+	}
+	if w := follow(20, []answer{counter[0], counter[2], counter[1]}); !w.counting() || w.ctr.length != time.Second {
+		t.Errorf("a counter told 20 a second, the later answer first: counting %v, length %v; want a counter of 1s", w.counting(), w.ctr.length)
+	}
+	if w := follow(20, counter[:2]); w.counting() {
+		t.Errorf("one reset past the length, not seen to stand: a counter of %v", w.ctr.length)
+	}
+	log := []answer{{100 * ms, time.Second, 19}, {300 * ms, time.Second, 18}, {500 * ms, time.Second, 17}}
+	wall := []answer{{100 * ms, 900 * ms, 19}, {300 * ms, 700 * ms, 18}, {500 * ms, 500 * ms, 17}}
+	for name, answers := range map[string][]answer{"a sliding log": log, "a fixed window": wall} {
+		if w := follow(24, answers); w.counting() {
+			t.Errorf("%s of 1 s told 24 a second: a counter of %v", name, w.ctr.length)
+		}
+	}
+}
