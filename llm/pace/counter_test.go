@@ -260,6 +260,11 @@ func TestCounterOfToldRate(t *testing.T) {
 	if w := follow(20, []answer{counter[0], counter[2], counter[1]}); !w.counting() || w.ctr.length != time.Second {
 		t.Errorf("a counter told 20 a second, the later answer first: counting %v, length %v; want a counter of 1s", w.counting(), w.ctr.length)
 	}
+	// The first answer a refusal (no period seen, no guard added to its
+	// end), the older admitted one after it.
+	if w := follow(20, []answer{counter[2], counter[1]}); !w.counting() || w.ctr.length != time.Second {
+		t.Errorf("a counter told 20 a second, a refusal answered first: counting %v, length %v; want a counter of 1s", w.counting(), w.ctr.length)
+	}
 	if w := follow(20, counter[:2]); w.counting() {
 		t.Errorf("one reset past the length, not seen to stand: a counter of %v", w.ctr.length)
 	}

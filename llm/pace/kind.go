@@ -89,7 +89,12 @@ func (w *window) beyond(r Reading) {
 func (w *window) older(r Reading, sentAt time.Time) {
 	tol, l := w.resolution(), w.toldLength()
 	if !r.Told || r.Reset <= 0 || w.ctr.length > 0 || r.Window > 0 || w.many || l <= 0 || w.limit <= 0 || w.reset.IsZero() ||
-		2*r.Reset <= 3*l || r.Reset > 2*l+tol || sentAt.Add(r.Reset+w.guard()).Sub(w.reset).Abs() > tol || sentAt.Sub(w.from).Abs() < tol {
+		2*r.Reset <= 3*l || r.Reset > 2*l+tol || sentAt.Sub(w.from).Abs() < tol {
+		return
+	}
+	// The end held has the guard of its time added, none before a period
+	// was seen: up to the guard now.
+	if d := sentAt.Add(r.Reset).Sub(w.reset); d > tol || d < -tol-w.guard() {
 		return
 	}
 	w.ctr.length, w.refill = l, 0
