@@ -16,7 +16,8 @@ import (
 // anything it says when the count will be 0, the end of the next window,
 // so the reset stands still through a fixed window and moves on by the
 // length before it is reached; moved alike twice, it is taken for a
-// counter. From then on the tracker counts as the server does: the lane's
+// counter (told its length, or a rate that gives it, sooner: see beyond).
+// From then on the tracker counts as the server does: the lane's
 // own units by the fixed windows' ends (a reset is one), and what the
 // server counted besides (other clients', refusals it counts) as sent in
 // the window of the reading, weighed off with it.
