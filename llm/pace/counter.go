@@ -1,6 +1,10 @@
 package pace
 
-import "time"
+import (
+	"cmp"
+	"math"
+	"time"
+)
 
 // A counter follows a sliding counter (Cloudflare's, HAProxy's stick
 // tables, the "sliding window" of Kong and of Redis libraries): the server
@@ -12,7 +16,8 @@ import "time"
 // anything it says when the count will be 0, the end of the next window,
 // so the reset stands still through a fixed window and moves on by the
 // length before it is reached; moved alike twice, it is taken for a
-// counter. From then on the tracker counts as the server does: the lane's
+// counter (told its length, or a rate that gives it, sooner: see beyond).
+// From then on the tracker counts as the server does: the lane's
 // own units by the fixed windows' ends (a reset is one), and what the
 // server counted besides (other clients', refusals it counts) as sent in
 // the window of the reading, weighed off with it.
@@ -24,6 +29,8 @@ type counter struct {
 	excess float64       // what the newest reading counted besides the lane's units
 	at     time.Time     // when that reading's request went
 	slack  time.Duration // how much earlier than the true one edge may be
+	tick   time.Duration // the unit the resets are told in (see tickOf); 0: none read yet
+	origin time.Time     // the first end told finely, from which later ones refine the length
 }
 
 // move notes that a reset that stood still for stood moved on by d, to
@@ -78,19 +85,22 @@ func (c *counter) into(t, s time.Time) float64 {
 }
 
 // read takes in a reading that counted used, of the request sent at
-// sentAt when the lane's count was seq, whose reset came reset after. A
-// reset in whole seconds is rounded up, so the end it tells may be up to a
-// second late, and one told late leaves the units sent just after the
-// window before began out of it: the end is taken a second earlier, and
-// the latest so taken on the same grid is kept (each is before the true
-// end), and the window before weighs off a second later (see into). A
+// sentAt when the lane's count was seq, whose reset came reset after;
+// told: the length was told, not found.
+//
+// A reset is rounded to the unit it is told in (tick), up or to the
+// nearest, so the end it tells may be up to a tick late, and one told late
+// puts the units sent at the true end (where sends gather: each waits for
+// it) in the window before, weighed off as it goes by, while the server
+// counts them whole: the end is taken a tick earlier. In whole seconds the
+// latest end so taken on the same grid is kept (each is before the true
+// end), and the window before weighs off a second later (see into); a
 // finer reset may be early or late by the way to the server (guard).
-func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.Duration, seq float64, coarse bool, guard time.Duration) {
-	edge := sentAt.Add(reset)
-	c.slack = guard
-	if coarse {
-		c.slack = time.Second
-		edge = edge.Add(-time.Second)
+func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.Duration, seq float64, told bool, guard time.Duration) {
+	edge := sentAt.Add(reset - c.tick)
+	c.slack = max(guard, c.tick)
+	switch {
+	case c.tick >= time.Second:
 		if !c.edge.IsZero() {
 			k := (edge.Sub(c.edge) + c.length/2) / c.length
 			if e := edge.Add(-k * c.length); (e.Sub(c.edge)).Abs() <= time.Second {
@@ -100,11 +110,52 @@ func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.
 				}
 			}
 		}
+	case !told:
+		c.refine(edge)
 	}
 	c.edge = edge
 	c.excess = max(used-c.own(log, sentAt, seq), 0)
 	c.at = sentAt
 }
+
+// note takes in the unit a reset is told in, and reports whether the
+// resets are told finer than whole seconds: the tick is the finest unit
+// any has been told in, whole seconds, or tenths, hundredths or
+// thousandths of one, or a nanosecond if finer.
+func (c *counter) note(reset time.Duration) (fine bool) {
+	u := time.Nanosecond
+	for t := time.Second; t >= time.Millisecond; t /= 10 {
+		if reset%t == 0 {
+			u = t
+			break
+		}
+	}
+	c.tick = min(cmp.Or(c.tick, u), u)
+	return c.tick < time.Second
+}
+
+// refine makes the length found by two moves of the reset (each within
+// the resets' resolution, tens of milliseconds) as exact as the ends told
+// far apart: edge, k whole lengths after the first end told finely, makes
+// it their distance over k. The fixed windows' ends are counted from the
+// newest reading's, up to two lengths on, but the sends of a window gather
+// at its start, and a length a millisecond short put them in the window
+// before from a few windows on (TestCounterRefined).
+func (c *counter) refine(edge time.Time) {
+	if c.origin.IsZero() {
+		c.origin = edge
+		return
+	}
+	d := edge.Sub(c.origin)
+	if k := math.Round(float64(d) / float64(c.length)); k >= minRefine {
+		c.length = time.Duration(float64(d) / k)
+	}
+}
+
+// minRefine is how many lengths apart two ends must be to refine the
+// length: each may be early by the way to the server, so k lengths apart
+// tell it within that way over k.
+const minRefine = 4
 
 // besides is what the newest reading counted besides the lane's units,
 // as it weighs at t.

@@ -178,3 +178,101 @@ func TestCounterOfToldLength(t *testing.T) {
 		t.Errorf("a ban of three told lengths made a counter")
 	}
 }
+
+// TestCounterRefined: a counter's length found by two moves of its reset
+// (each within the resets' resolution) is made exact by the ends told far
+// apart, and an end told in milliseconds, rounded up, is taken a tick
+// early: the sends that gather at a fixed window's start are counted in it
+// whole, as the server counts them, not weighed off with the window before
+// (a length 0.67 ms short, or an end 0.3 ms late, had the lane's own count
+// thousands of tokens under the server's from a few windows on, answers
+// slower than the window not telling it).
+func TestCounterRefined(t *testing.T) {
+	const limit = 1000
+	us := time.Microsecond
+	w := window{ctr: counter{length: 999328 * us}} // as two moves found it
+	// The server: a counter of 1 s windows on whole seconds; the lane sends
+	// 10 at each window's start and 10 at 0.4573 s into it, each answered
+	// 1.5 s later.
+	server := func(t time.Duration) float64 {
+		k, into := t/time.Second, float64(t%time.Second)/float64(time.Second)
+		cur, prev := 10.0, 20.0
+		if t%time.Second >= 457300*us {
+			cur = 20
+		}
+		if k == 0 {
+			prev = 0
+		}
+		return cur + prev*(1-into)
+	}
+	seq := 0.0
+	for k := range 12 {
+		for _, off := range []time.Duration{0, 457300 * us} {
+			sent := time.Duration(k)*time.Second + off
+			seq += 10
+			w.sent(at(sent), seq)
+			if k >= 10 {
+				continue // answered after 11.95 s: slower than the window
+			}
+			reset := (time.Duration(k+2)*time.Second - sent + time.Millisecond - 1).Truncate(time.Millisecond)
+			used := int(server(sent) + 0.999)
+			w.read(Reading{Told: true, Limit: limit, Left: limit - used, Reset: reset}, at(sent), at(sent+10*time.Millisecond), seq)
+		}
+	}
+	if d := w.ctr.length - time.Second; d.Abs() > 100*us {
+		t.Errorf("length %v after 12 windows, want 1s within 0.1 ms", w.ctr.length)
+	}
+	for _, now := range []time.Duration{11600 * time.Millisecond, 11950 * time.Millisecond} {
+		if got, want := limit-w.avail(at(now), seq), server(now); got < want-0.5 {
+			t.Errorf("at %v the lane counts %.1f held, the server %.1f", now, got, want)
+		}
+	}
+}
+
+// TestCounterOfToldRate: told a rate, a reset past one and a half of the
+// length it gives (the limit over it), at an end that stood still for
+// requests sent apart, is a sliding counter's of that length, also when
+// the later request's answer (a refusal, answered at once) came first; a
+// sliding log's or a fixed window's resets, under a rate told too high,
+// are not.
+func TestCounterOfToldRate(t *testing.T) {
+	ms := time.Millisecond
+	type answer struct {
+		sent, reset time.Duration
+		left        int
+	}
+	follow := func(told float64, answers []answer) *window {
+		w := window{told: told}
+		for i, a := range answers {
+			w.sent(at(a.sent), float64(i+1))
+		}
+		for i, a := range answers {
+			w.read(Reading{Told: true, Limit: 20, Left: a.left, Reset: a.reset}, at(a.sent), at(a.sent+time.Millisecond), float64(i+1))
+		}
+		return &w
+	}
+	// The first reading sets the period, and with it the guard added to
+	// the ends of the later ones.
+	counter := []answer{{0, 2 * time.Second, 19}, {100 * ms, 1900 * ms, 18}, {300 * ms, 1700 * ms, 17}}
+	if w := follow(20, counter); !w.counting() || w.ctr.length != time.Second {
+		t.Errorf("a counter told 20 a second: counting %v, length %v; want a counter of 1s", w.counting(), w.ctr.length)
+	}
+	if w := follow(20, []answer{counter[0], counter[2], counter[1]}); !w.counting() || w.ctr.length != time.Second {
+		t.Errorf("a counter told 20 a second, the later answer first: counting %v, length %v; want a counter of 1s", w.counting(), w.ctr.length)
+	}
+	// The first answer a refusal (no period seen, no guard added to its
+	// end), the older admitted one after it.
+	if w := follow(20, []answer{counter[2], counter[1]}); !w.counting() || w.ctr.length != time.Second {
+		t.Errorf("a counter told 20 a second, a refusal answered first: counting %v, length %v; want a counter of 1s", w.counting(), w.ctr.length)
+	}
+	if w := follow(20, counter[:2]); w.counting() {
+		t.Errorf("one reset past the length, not seen to stand: a counter of %v", w.ctr.length)
+	}
+	log := []answer{{100 * ms, time.Second, 19}, {300 * ms, time.Second, 18}, {500 * ms, time.Second, 17}}
+	wall := []answer{{100 * ms, 900 * ms, 19}, {300 * ms, 700 * ms, 18}, {500 * ms, 500 * ms, 17}}
+	for name, answers := range map[string][]answer{"a sliding log": log, "a fixed window": wall} {
+		if w := follow(24, answers); w.counting() {
+			t.Errorf("%s of 1 s told 24 a second: a counter of %v", name, w.ctr.length)
+		}
+	}
+}

@@ -54,11 +54,52 @@ func (w *window) stand(reset, sentAt time.Time) {
 // counter's units weigh off over the window after their own, and its reset
 // says when all have: by the end of the next window, two lengths at most.
 // A reset further on is of something else (a penalty box's ban).
+//
+// A length a told rate gives (toldLength) tells alike, but less surely: a
+// rate told too high makes the length short of the true one, and a fixed
+// window's or a sliding log's resets may then reach past it. So it takes
+// a reset past one and a half of it, which stood still for requests sent
+// apart (a log's moves with each), as a counter's of that length: a
+// counter's reset is at the end of the next window, and its requests sent
+// in the first half of a window are told more. Waiting instead for its
+// reset to move twice alike left a counter of a second, answering 1.5 s
+// late, unknown for 4 to 14 s (the sends of a window, held by it, go at
+// one instant, and the reset never stands for them), its long prompts
+// refused meanwhile, each counted, holding the window.
 func (w *window) beyond(r Reading) {
 	tol := w.resolution()
-	if w.ctr.length == 0 && r.Window > 0 && r.Reset > r.Window+tol && r.Reset <= 2*r.Window+tol {
-		w.ctr.length, w.refill = r.Window, 0
+	if w.ctr.length > 0 {
+		return
 	}
+	switch l := w.toldLength(); {
+	case r.Window > 0 && r.Reset > r.Window+tol && r.Reset <= 2*r.Window+tol:
+		w.ctr.length, w.refill = r.Window, 0
+	case r.Window == 0 && l > 0 && !w.many && w.stood && 2*r.Reset > 3*l && r.Reset <= 2*l+tol:
+		w.ctr.length, w.refill = l, 0
+	}
+}
+
+// older takes from r, the reading of a request sent before the one held
+// (answered sooner: a refusal is answered at once, an admitted request
+// after its latency), what it tells of a counter of the told length: its
+// reset past one and a half of it (see beyond), at the end held, from a
+// request sent apart from the one that told it, stood still. Refusals
+// answered ahead of slow answers hid these, and the counter stayed
+// unknown for as long as requests were refused.
+func (w *window) older(r Reading, sentAt time.Time) {
+	tol, l := w.resolution(), w.toldLength()
+	if !r.Told || r.Reset <= 0 || w.ctr.length > 0 || r.Window > 0 || w.many || l <= 0 || w.limit <= 0 || w.reset.IsZero() ||
+		2*r.Reset <= 3*l || r.Reset > 2*l+tol || sentAt.Sub(w.from).Abs() < tol {
+		return
+	}
+	// The end held has the guard of its time added, none before a period
+	// was seen: up to the guard now.
+	if d := sentAt.Add(r.Reset).Sub(w.reset); d > tol || d < -tol-w.guard() {
+		return
+	}
+	w.ctr.length, w.refill = l, 0
+	reset := w.reset.Sub(w.at) - w.guard()
+	w.ctr.read(&w.log, w.base-w.left, w.at, reset, w.seq, false, w.guard())
 }
 
 // judge tells a bucket by how the reset moved since the reading held: a

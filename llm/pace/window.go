@@ -89,12 +89,13 @@ func (w *window) sent(now time.Time, count float64) {
 
 // read takes in r, the reading of the answer to a request sent at sentAt
 // when the lane's count was seq. An older reading than the one held says
-// nothing new; one whose reset has passed still tells the size and what
+// nothing new of the count (but see older); one whose reset has passed still tells the size and what
 // the lane sent since (an answer slower than the window), unless the size
 // is not known: then it is old news.
 func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.many = w.many || r.Several
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
+		w.older(r, sentAt)
 		return
 	}
 	if sentAt.Equal(w.at) && !w.reset.IsZero() && !w.rolled(r, sentAt) {
@@ -114,7 +115,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 		w.limit = r.Limit
 	}
 	w.most = max(w.most, r.Left)
-	w.fine = w.fine || r.Reset%time.Second != 0
+	w.fine = w.ctr.note(r.Reset)
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.stand(reset, sentAt)
@@ -129,7 +130,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.excess = used - (seq - w.lo)
 	w.base = float64(r.Left) + used
 	if w.counting() {
-		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, !w.fine, w.guard())
+		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, w.length > 0, w.guard())
 	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
 }
@@ -284,17 +285,4 @@ func (w *window) until(now time.Time, count, need float64) time.Time {
 		return later
 	}
 	return w.reset
-}
-
-// spentClaim reports whether r says the window is spent although the
-// lane's own count contradicts it: it sent less than a quarter of what the
-// reading says was used (of the limit, or of the most ever said to be
-// left, most) in the window's time, sentOwn. A claim the client
-// cannot check (no size known) is believed.
-func spentClaim(r Reading, most int, sentOwn float64) bool {
-	size := max(r.Limit, most)
-	if !r.Told || size <= 0 || r.Left > size/100 {
-		return false
-	}
-	return sentOwn < float64(size-r.Left)/4
 }
