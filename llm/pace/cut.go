@@ -22,6 +22,15 @@ import (
 func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate = pending{}, cut.rate
+	if r, ok := e.hinted(cut); ok {
+		// The first refusal of all, its hint a window's: the server
+		// took what it took in the window the hint shows, and that is
+		// its rate; above it lies refusal (a whole hint's hold each).
+		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
+		e.bad, e.climbs, e.downs = r, 0, 1
+		e.shift(now, max(cutTo*r, minRate, e.floor))
+		return
+	}
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
 	if e.ep.answers < minAnswers && !locked && !e.overHeld(cut.sentRate) {
 		e.goOn(cut)
@@ -54,6 +63,30 @@ func (e *estimator) decide(now time.Time) {
 	e.downs++
 	e.bad, e.held, e.sinceProbe = bad, 0, 0
 	e.shift(now, max(next, minRate, e.floor))
+}
+
+// hinted returns, for the first refusal of all (no pace yet), the
+// server's rate as its hint shows it, when that is far under what the
+// first second's measure may cut to (see bracket: a quarter of the rate
+// sent): what the server took of what was sent before the refusal over
+// the window the hint shows, as long as the hint at least (a window
+// lasts at least as long as it says to wait) or the time the epoch took
+// to be refused. What was sent and not refused counts as taken: answers
+// slower than the hint are yet to come, and a refusal comes back at once.
+// A hint of a second or less, or none, shows no window longer than the
+// first second's; nor does one for a request bigger than the average of
+// those sent: it says when so many units fit (a sliding counter's reach
+// is two windows), not how long the window is. Nor is it taken when the
+// refusal's headers told the window: the lane's tracker follows what that
+// has left, and knows it better (a fixed window's edges, say).
+func (e *estimator) hinted(cut pending) (float64, bool) {
+	if !math.IsInf(cut.rate, 1) || cut.hint <= minSpan || cut.shown || cut.n*float64(cut.sends) > cut.sent {
+		return 0, false
+	}
+	took := cut.sent - e.ep.refused
+	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
+	r := took / max(elapsed, cut.hint).Seconds()
+	return r, took > 0 && r < cutDeep*cut.sentRate
 }
 
 // goOn decides an episode whose epoch had too few answers to say

@@ -62,6 +62,7 @@ type estimator struct {
 	dryCut     bool          // an episode began in the run of refusals since nayAt, past lockout
 	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
 	explained  bool          // the last refusal was one the known noise level accounts for
+	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows
 	drained    bool          // it has, once
 	held       int           // spans held at a settled pace
 	patience   int           // spans to hold a settled pace before a probe
@@ -79,12 +80,18 @@ type estimator struct {
 type pending struct {
 	decideAt, at   time.Time // zero decideAt: none
 	sentRate, rate float64   // the rate sent at, and the pace, at the refusal
+	sent           float64   // units the epoch had sent by then, in sends requests
+	sends          int
+	n              float64       // units of the request refused
+	shown          bool          // its headers told the window
+	hint           time.Duration // the server's hint; 0: none
 }
 
 // epoch is what was sent at one pace since start, and what came of it.
 type epoch struct {
 	start             time.Time
 	sent              float64       // units sent since start
+	sends             int           // requests sent since start
 	biggest           float64       // the most units one request of those took
 	pressed           bool          // a request waited for the pace's own second (see inSecond)
 	admitted, refused float64       // units of those answered, admitted and refused
@@ -103,6 +110,7 @@ func newEstimator(ceil float64, adapt bool, now time.Time) estimator {
 // sent counts n units sent. A pace never goes under one such a minute.
 func (e *estimator) sent(n float64) {
 	e.ep.sent += n
+	e.ep.sends++
 	e.ep.biggest = max(e.ep.biggest, n)
 	e.floor = max(e.floor, min(n/60, e.ceil))
 }
@@ -177,7 +185,8 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
 	e.dryCut = dry >= lockout
-	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate}
+	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
+		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown}
 	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
 	return min(hold, maxSpan)
 }
