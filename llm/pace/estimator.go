@@ -70,6 +70,8 @@ type estimator struct {
 	probing    bool          // the pace is a probe at bad
 	downs      int           // cuts in a row with no step up between: each cuts deeper
 	cut        pending       // a refusal episode's cut, to decide when its hold is over
+	cost       time.Duration // the hold the newest refusal episode set (see worth)
+	costAt     time.Time     // when it began
 	noise      noise         // refusals that come whatever the pace, if shown
 	climbs     int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
 	long       longRun       // what was admitted and refused over the last minute or so
@@ -184,6 +186,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.stretch(2 * hint) // a window lasts at least the hint: judge over two
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
+	e.cost, e.costAt = min(hold, maxSpan), now
 	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown}
@@ -231,7 +234,7 @@ func (e *estimator) tick(now time.Time) {
 		return // a pace not used, or too slow to have said anything yet
 	}
 	e.downs = 0
-	if next := min(e.up(), e.ceil); next != e.rate {
+	if next := min(e.up(now), e.ceil); next != e.rate {
 		e.noise.record(now, e.sentRate(now), e.rate, &e.ep)
 		if e.noise.odds() >= noiseOdds {
 			e.undo(now, e.noise.learn()) // refusals that noise explains cut the pace: back to where they found it

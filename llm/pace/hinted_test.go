@@ -65,3 +65,31 @@ func TestEstimatorHintedOpening(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatorStepWorthItsHold: held just under a rate refused, the pace
+// steps up towards it only once the step would have won, since the
+// refusal, what the refusal's hold cost: a second's ban against a step of
+// 2.5% waits 40 s, a quarter second's hold 10 s. (Each refused step into
+// a penalty box cost a whole ban: four in a 30 s run made it 1.16x.)
+func TestEstimatorStepWorthItsHold(t *testing.T) {
+	for _, tc := range []struct {
+		cost, want time.Duration
+	}{{time.Second, 40 * time.Second}, {250 * time.Millisecond, 10 * time.Second}} {
+		e := estimator{ceil: math.Inf(1), adapt: true, rate: 20, good: 20, bad: 21, span: 2 * time.Second,
+			patience: firstPatience, cost: tc.cost, costAt: t0, ep: epoch{start: t0, judged: t0}}
+		var stepped time.Duration
+		for s := time.Duration(0); stepped == 0 && s < time.Minute; s += e.span {
+			for i := range 40 {
+				sent := at(s + time.Duration(i)*50*time.Millisecond)
+				e.sent(1)
+				e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+			}
+			if e.tick(at(s + e.span)); e.pace() != 20 {
+				stepped = s + e.span
+			}
+		}
+		if stepped < tc.want || stepped > tc.want+e.span || e.pace() != 20.5 {
+			t.Errorf("a refusal costing %v: stepped up to %v at %v, want to 20.5 at %v", tc.cost, e.pace(), stepped, tc.want)
+		}
+	}
+}
