@@ -151,7 +151,8 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 // (good) and the one refused: the search goes on between them. The first
 // refusal of all, with no pace yet, says nothing of the rate but that the
 // server's allowance is spent: the pace starts from what it admitted in a
-// second and searches up from there at the doubling step.
+// second and searches up from there at the doubling step, a big one but
+// when a fine hint covered the rest of that second.
 func (e *estimator) bracket(cut pending) (next, bad float64) {
 	next, bad = cutLeast*cut.sentRate, cut.sentRate
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
@@ -161,6 +162,12 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	switch {
 	case enough && math.IsInf(cut.rate, 1):
 		e.climbs = 3
+		if cut.fine && !cut.shown && elapsed+cut.hint >= minSpan {
+			// The server's own hint covers the rest of the second: it
+			// let through no more than that in it, and the measure is
+			// no guess. Steps up from it start small.
+			e.climbs = 0
+		}
 		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
 	case enough && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&
 		cut.at.Sub(e.ep.start) > e.rtt:
@@ -175,7 +182,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	case enough && elapsed >= e.span:
 		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true
 	case e.overHeld(cut.sentRate):
-		next = min(max(e.good, cutDeep*cut.sentRate), next)
+		next = max(e.good, cutDeep*cut.sentRate)
 	}
 	if measured {
 		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)

@@ -63,6 +63,7 @@ type estimator struct {
 	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
 	explained  bool          // the last refusal was one the known noise level accounts for
 	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows
+	fine       bool          // its hint came finer than whole seconds
 	drained    bool          // it has, once
 	held       int           // spans held at a settled pace
 	patience   int           // spans to hold a settled pace before a probe
@@ -85,7 +86,7 @@ type pending struct {
 	sent           float64   // units the epoch had sent by then, in sends requests
 	sends          int
 	n              float64       // units of the request refused
-	shown          bool          // its headers told the window
+	shown, fine    bool          // its headers told the window; its hint was finer than whole seconds
 	hint           time.Duration // the server's hint; 0: none
 }
 
@@ -189,7 +190,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.cost, e.costAt = min(hold, maxSpan), now
 	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
-		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown}
+		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine}
 	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
 	return min(hold, maxSpan)
 }

@@ -93,3 +93,50 @@ func TestEstimatorStepWorthItsHold(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatorFineOpening: the first refusal of all, its fine hint
+// covering the rest of the first second, measures the server's rate (it
+// let no more through in that second): the climb from it starts with a
+// small step, not the doubling search's big one from a guess. A coarse
+// hint (a whole second) may say much less than it covers.
+func TestEstimatorFineOpening(t *testing.T) {
+	for _, fine := range []bool{true, false} {
+		e := newEstimator(math.Inf(1), true, t0)
+		e.fine = fine
+		for i := range 20 {
+			sent := at(time.Duration(i) * 12 * time.Millisecond)
+			e.sent(1)
+			e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+		}
+		e.sent(1)
+		e.tick(at(250*time.Millisecond + e.refused(at(250*time.Millisecond), at(250*time.Millisecond), 1, time.Second)))
+		start := e.ep.start
+		for i := range 2 * 20 {
+			sent := start.Add(time.Duration(i) * 50 * time.Millisecond)
+			e.sent(1)
+			e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+		}
+		e.tick(start.Add(e.span))
+		if want := map[bool]float64{true: 21, false: 28}[fine]; math.Abs(e.pace()-want) > 1e-9 {
+			t.Errorf("fine %v: pace %v after a span held at 20, want %v", fine, e.pace(), want)
+		}
+	}
+}
+
+// TestEstimatorBackToHeld: refused soon after a small step over a pace
+// held for a span, the pace goes back to that pace, not a tenth under the
+// rate refused: the limit lies between the two (a penalty box refusing
+// at 21 what it took at 20 a second had the lane at 18.9 for 20 s).
+func TestEstimatorBackToHeld(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 21, good: 20, span: 2 * time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	for i := range 14 {
+		sent := at(time.Duration(i) * 50 * time.Millisecond)
+		e.sent(1)
+		e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+	}
+	e.sent(1)
+	e.tick(at(700*time.Millisecond + e.refused(at(700*time.Millisecond), at(700*time.Millisecond), 1, 0)))
+	if e.pace() != 20 || e.bad != 21 || e.good != 20 {
+		t.Errorf("pace %v, bad %v, good %v; want back to 20, 21 refused, 20 held", e.pace(), e.bad, e.good)
+	}
+}

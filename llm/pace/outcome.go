@@ -129,7 +129,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Tokens {
 		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
 	}
-	q.est.shown = r.Told
+	q.est.shown, q.est.fine = r.Told, o.FineHint
 	hint := o.Hint // what the lane's pause heeds
 	if coarse(hint) && !o.FineHint && q.est.good > 0 {
 		hint = 0 // see coarse
