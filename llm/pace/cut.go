@@ -32,7 +32,7 @@ func (e *estimator) decide(now time.Time) {
 		return
 	}
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
-	if e.ep.answers < minAnswers && !locked && !e.overHeld(cut.sentRate) {
+	if e.ep.answers < minAnswers && !e.opening(cut) && !locked && !e.overHeld(cut.sentRate) {
 		e.goOn(cut)
 		return
 	}
@@ -87,6 +87,18 @@ func (e *estimator) hinted(cut pending) (float64, bool) {
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
 	r := took / max(elapsed, cut.hint).Seconds()
 	return r, took > 0 && r < cutDeep*cut.sentRate
+}
+
+// opening reports whether cut is the first of all (no pace yet) after
+// requests enough to measure, if not answers enough: answers slower than
+// the hold (latency over the window) are yet to come, and those not
+// refused by now count as taken, since a refusal comes back at once.
+// (Going on with no pace until they came, the lane was refused four
+// times more in the first second and a half.) Not when the refusal's
+// headers told the window: the lane's tracker holds the sends to it
+// meanwhile, and a window of a minute is no second's.
+func (e *estimator) opening(cut pending) bool {
+	return math.IsInf(cut.rate, 1) && cut.sends >= minAnswers && !cut.shown
 }
 
 // goOn decides an episode whose epoch had too few answers to say
@@ -160,7 +172,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	var okRate float64 // what the server admitted over the epoch, if that measures it
 	measured := false
 	switch {
-	case enough && math.IsInf(cut.rate, 1):
+	case (enough || e.opening(cut)) && math.IsInf(cut.rate, 1):
 		e.climbs = 3
 		if cut.fine && !cut.shown && elapsed+cut.hint >= minSpan {
 			// The server's own hint covers the rest of the second: it
@@ -168,7 +180,11 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 			// no guess. Steps up from it start small.
 			e.climbs = 0
 		}
-		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
+		took := e.ep.admitted
+		if !enough {
+			took = cut.sent - e.ep.refused // see opening
+		}
+		return max(took/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
 	case enough && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&
 		cut.at.Sub(e.ep.start) > e.rtt:
 		// Mostly refused or held: the pace is far over. What the server

@@ -21,13 +21,14 @@ const (
 	climb          = 1.1  // twice the first step up (see step)
 	minSpan        = time.Second
 	maxSpan        = time.Minute
-	lockout        = 2 * time.Second // refused all along this long: a window longer than a second's
-	minRate        = 1.0 / 60        // a unit a minute
-	minAnswers     = 8               // answers in an epoch that make its admitted share a measure
-	minLocked      = 3               // refusals, with nothing admitted, that show a lockout
-	maxNoise       = 0.3             // a share refused this high is a limit, however it falls
-	deepShare      = 0.2             // a share refused this high in cuts in a row: each cut deeper
-	sustainedShare = 0.8             // refused all along, admitting less than this share of the rate sent: the long run is the measure
+	lockout        = 2 * time.Second        // refused all along this long: a window longer than a second's
+	quickHold      = 250 * time.Millisecond // the hold of a refusal with no hint, while the rate is known
+	minRate        = 1.0 / 60               // a unit a minute
+	minAnswers     = 8                      // answers in an epoch that make its admitted share a measure
+	minLocked      = 3                      // refusals, with nothing admitted, that show a lockout
+	maxNoise       = 0.3                    // a share refused this high is a limit, however it falls
+	deepShare      = 0.2                    // a share refused this high in cuts in a row: each cut deeper
+	sustainedShare = 0.8                    // refused all along, admitting less than this share of the rate sent: the long run is the measure
 )
 
 // An estimator decides the pace of one quantity of a lane (requests or
@@ -177,7 +178,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.explained = true
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
-	hold = 250 * time.Millisecond
+	hold = quickHold
 	if e.locked > 0 || (e.drain && e.good == 0 && e.bad == 0) {
 		hold = e.span // locked out, or draining (see goOn): a whole span
 	}
@@ -188,6 +189,9 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
 	e.cost, e.costAt = min(hold, maxSpan), now
+	if coarse(hint) && !e.fine {
+		e.cost = quickHold // what the next such refusal holds the lane, once a pace has held (see coarse)
+	}
 	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine}

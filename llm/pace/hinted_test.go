@@ -140,3 +140,40 @@ func TestEstimatorBackToHeld(t *testing.T) {
 		t.Errorf("pace %v, bad %v, good %v; want back to 20, 21 refused, 20 held", e.pace(), e.bad, e.good)
 	}
 }
+
+// TestEstimatorOpeningSlowAnswers: the first refusal of all, its epoch's
+// answers slower than the hold (latency over the window), cuts to what
+// the first second sent and the server did not refuse, not going on with
+// no pace (which cost four more refusals in a second and a half); unless
+// the refusal's headers told the window, which the tracker follows.
+func TestEstimatorOpeningSlowAnswers(t *testing.T) {
+	for _, shown := range []bool{false, true} {
+		e := newEstimator(math.Inf(1), true, t0)
+		e.shown = shown
+		for range 16 {
+			e.sent(1) // in flight: answered in 1.5 s
+		}
+		e.sent(1)
+		e.tick(at(500*time.Millisecond + e.refused(at(500*time.Millisecond), at(500*time.Millisecond), 1, 0)))
+		switch p := e.pace(); {
+		case shown && !math.IsInf(p, 1):
+			t.Errorf("window told: pace %v, want none yet", p)
+		case !shown && (p > 16 || p < 0.9*16):
+			t.Errorf("pace %v, want a little under the 16 sent and not refused", p)
+		}
+	}
+}
+
+// TestEstimatorCoarseHintCost: a refusal's hint of one whole second costs
+// the lane, once a pace has held, the quarter second of its own hold
+// (see coarse), and the steps up weigh that; a fine one costs itself.
+func TestEstimatorCoarseHintCost(t *testing.T) {
+	for _, fine := range []bool{false, true} {
+		e := estimator{ceil: math.Inf(1), adapt: true, rate: 20, span: time.Second, patience: firstPatience, fine: fine, ep: epoch{start: t0, judged: t0}}
+		e.sent(1)
+		e.refused(at(time.Second), at(time.Second), 1, time.Second)
+		if want := map[bool]time.Duration{false: quickHold, true: time.Second}[fine]; e.cost != want {
+			t.Errorf("fine %v: a refusal's cost %v, want %v", fine, e.cost, want)
+		}
+	}
+}
