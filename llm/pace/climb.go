@@ -18,7 +18,7 @@ func (e *estimator) used(now time.Time) bool {
 // up returns the next pace after one held for a span: a step towards the
 // rate last refused (halfway at most); when settled near it, the same pace
 // for patience spans, then a probe at it; with no refusal known, a step.
-func (e *estimator) up() float64 {
+func (e *estimator) up(now time.Time) float64 {
 	e.good = max(e.good, e.rate)
 	switch {
 	case e.bad == 0:
@@ -31,9 +31,15 @@ func (e *estimator) up() float64 {
 	case e.rate < nearBad*e.bad:
 		// Towards the refused rate from below, by a step that grows
 		// while it holds: a probe that fails costs a hold, so the first
-		// ones are small (the limit is often just over the pace held).
-		return min((e.rate+e.bad)/2, e.rate*e.step())
-	case e.held < e.patience || e.sinceProbe < min(minAnswers*e.patience, maxProbeWait):
+		// ones are small (the limit is often just over the pace held),
+		// and none goes before it is worth its hold (see worth).
+		next := min((e.rate+e.bad)/2, e.rate*e.factor())
+		if !e.worth(now, next) {
+			return e.rate
+		}
+		e.climbs++
+		return next
+	case e.held < e.patience || e.sinceProbe < min(minAnswers*e.patience, maxProbeWait) || !e.worth(now, e.bad):
 		// Its patience counts spans and, where a span holds few
 		// requests (a limit of a minute), requests too: each probe that
 		// fails costs a refusal, and gains little. (No more than
@@ -49,9 +55,27 @@ func (e *estimator) up() float64 {
 // step in a row, up to twice the pace, so that a pace far under the limit
 // finds it in a few spans, and one just under it probes by little.
 func (e *estimator) step() float64 {
-	f := 1 + (climb-1)/2*float64(int(1)<<min(e.climbs, 5))
+	f := e.factor()
 	e.climbs++
-	return min(f, 2)
+	return f
+}
+
+// factor is the factor of the next step up, not taken yet.
+func (e *estimator) factor() float64 {
+	return min(1+(climb-1)/2*float64(int(1)<<min(e.climbs, 5)), 2)
+}
+
+// worth reports whether a step up from the pace to next, into rates a
+// refusal has shown to lie near the limit, is worth what a refusal costs:
+// the hold the last one set (a penalty box's ban, a minute's window's
+// Retry-After), during which the lane sends nothing. It is, once the
+// time since that refusal is the hold over the step's gain: what the
+// step would have won since, had it held, pays for one more such hold.
+// A probe a second over, a refusal costing a second's ban, waits 20 s;
+// one costing a quarter second's hold, 5 s.
+func (e *estimator) worth(now time.Time, next float64) bool {
+	gain := next/e.rate - 1
+	return gain > 0 && now.Sub(e.costAt).Seconds()*gain >= e.cost.Seconds()
 }
 
 // dryRun notes a refusal of a request sent at sentAt and returns how long

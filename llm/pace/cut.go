@@ -22,8 +22,17 @@ import (
 func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate = pending{}, cut.rate
+	if r, ok := e.hinted(cut); ok {
+		// The first refusal of all, its hint a window's: the server
+		// took what it took in the window the hint shows, and that is
+		// its rate; above it lies refusal (a whole hint's hold each).
+		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
+		e.bad, e.climbs, e.downs = r, 0, 1
+		e.shift(now, max(cutTo*r, minRate, e.floor))
+		return
+	}
 	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
-	if e.ep.answers < minAnswers && !locked && !e.overHeld(cut.sentRate) {
+	if e.ep.answers < minAnswers && !e.opening(cut) && !locked && !e.overHeld(cut.sentRate) {
 		e.goOn(cut)
 		return
 	}
@@ -54,6 +63,42 @@ func (e *estimator) decide(now time.Time) {
 	e.downs++
 	e.bad, e.held, e.sinceProbe = bad, 0, 0
 	e.shift(now, max(next, minRate, e.floor))
+}
+
+// hinted returns, for the first refusal of all (no pace yet), the
+// server's rate as its hint shows it, when that is far under what the
+// first second's measure may cut to (see bracket: a quarter of the rate
+// sent): what the server took of what was sent before the refusal over
+// the window the hint shows, as long as the hint at least (a window
+// lasts at least as long as it says to wait) or the time the epoch took
+// to be refused. What was sent and not refused counts as taken: answers
+// slower than the hint are yet to come, and a refusal comes back at once.
+// A hint of a second or less, or none, shows no window longer than the
+// first second's; nor does one for a request bigger than the average of
+// those sent: it says when so many units fit (a sliding counter's reach
+// is two windows), not how long the window is. Nor is it taken when the
+// refusal's headers told the window: the lane's tracker follows what that
+// has left, and knows it better (a fixed window's edges, say).
+func (e *estimator) hinted(cut pending) (float64, bool) {
+	if !math.IsInf(cut.rate, 1) || cut.hint <= minSpan || cut.shown || cut.n*float64(cut.sends) > cut.sent {
+		return 0, false
+	}
+	took := cut.sent - e.ep.refused
+	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
+	r := took / max(elapsed, cut.hint).Seconds()
+	return r, took > 0 && r < cutDeep*cut.sentRate
+}
+
+// opening reports whether cut is the first of all (no pace yet) after
+// requests enough to measure, if not answers enough: answers slower than
+// the hold (latency over the window) are yet to come, and those not
+// refused by now count as taken, since a refusal comes back at once.
+// (Going on with no pace until they came, the lane was refused four
+// times more in the first second and a half.) Not when the refusal's
+// headers told the window: the lane's tracker holds the sends to it
+// meanwhile, and a window of a minute is no second's.
+func (e *estimator) opening(cut pending) bool {
+	return math.IsInf(cut.rate, 1) && cut.sends >= minAnswers && !cut.shown
 }
 
 // goOn decides an episode whose epoch had too few answers to say
@@ -118,7 +163,8 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 // (good) and the one refused: the search goes on between them. The first
 // refusal of all, with no pace yet, says nothing of the rate but that the
 // server's allowance is spent: the pace starts from what it admitted in a
-// second and searches up from there at the doubling step.
+// second and searches up from there at the doubling step, a big one but
+// when a fine hint covered the rest of that second.
 func (e *estimator) bracket(cut pending) (next, bad float64) {
 	next, bad = cutLeast*cut.sentRate, cut.sentRate
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
@@ -126,9 +172,19 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	var okRate float64 // what the server admitted over the epoch, if that measures it
 	measured := false
 	switch {
-	case enough && math.IsInf(cut.rate, 1):
+	case (enough || e.opening(cut)) && math.IsInf(cut.rate, 1):
 		e.climbs = 3
-		return max(e.ep.admitted/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
+		if cut.fine && !cut.shown && elapsed+cut.hint >= minSpan {
+			// The server's own hint covers the rest of the second: it
+			// let through no more than that in it, and the measure is
+			// no guess. Steps up from it start small.
+			e.climbs = 0
+		}
+		took := e.ep.admitted
+		if !enough {
+			took = cut.sent - e.ep.refused // see opening
+		}
+		return max(took/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
 	case enough && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&
 		cut.at.Sub(e.ep.start) > e.rtt:
 		// Mostly refused or held: the pace is far over. What the server
@@ -142,7 +198,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	case enough && elapsed >= e.span:
 		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true
 	case e.overHeld(cut.sentRate):
-		next = min(max(e.good, cutDeep*cut.sentRate), next)
+		next = max(e.good, cutDeep*cut.sentRate)
 	}
 	if measured {
 		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)

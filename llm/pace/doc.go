@@ -12,7 +12,7 @@
 // times, sizes and hints) moves the paces as a search: a refusal goes back
 // to the pace last held or cuts to a little under what was admitted, a span
 // held without one climbs by a step that doubles while it holds, towards
-// the rate last refused; refusals that come whatever the pace are told from
+// the rate last refused once it is worth a refusal's hold; refusals that come whatever the pace are told from
 // a limit by likelihood (noise.go) and then cost only their own request.
 // Everything else is mechanism; time is read in one place.
 package pace

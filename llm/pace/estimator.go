@@ -21,13 +21,14 @@ const (
 	climb          = 1.1  // twice the first step up (see step)
 	minSpan        = time.Second
 	maxSpan        = time.Minute
-	lockout        = 2 * time.Second // refused all along this long: a window longer than a second's
-	minRate        = 1.0 / 60        // a unit a minute
-	minAnswers     = 8               // answers in an epoch that make its admitted share a measure
-	minLocked      = 3               // refusals, with nothing admitted, that show a lockout
-	maxNoise       = 0.3             // a share refused this high is a limit, however it falls
-	deepShare      = 0.2             // a share refused this high in cuts in a row: each cut deeper
-	sustainedShare = 0.8             // refused all along, admitting less than this share of the rate sent: the long run is the measure
+	lockout        = 2 * time.Second        // refused all along this long: a window longer than a second's
+	quickHold      = 250 * time.Millisecond // the hold of a refusal with no hint, while the rate is known
+	minRate        = 1.0 / 60               // a unit a minute
+	minAnswers     = 8                      // answers in an epoch that make its admitted share a measure
+	minLocked      = 3                      // refusals, with nothing admitted, that show a lockout
+	maxNoise       = 0.3                    // a share refused this high is a limit, however it falls
+	deepShare      = 0.2                    // a share refused this high in cuts in a row: each cut deeper
+	sustainedShare = 0.8                    // refused all along, admitting less than this share of the rate sent: the long run is the measure
 )
 
 // An estimator decides the pace of one quantity of a lane (requests or
@@ -62,6 +63,8 @@ type estimator struct {
 	dryCut     bool          // an episode began in the run of refusals since nayAt, past lockout
 	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
 	explained  bool          // the last refusal was one the known noise level accounts for
+	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows
+	fine       bool          // its hint came finer than whole seconds
 	drained    bool          // it has, once
 	held       int           // spans held at a settled pace
 	patience   int           // spans to hold a settled pace before a probe
@@ -69,6 +72,8 @@ type estimator struct {
 	probing    bool          // the pace is a probe at bad
 	downs      int           // cuts in a row with no step up between: each cuts deeper
 	cut        pending       // a refusal episode's cut, to decide when its hold is over
+	cost       time.Duration // the hold the newest refusal episode set (see worth)
+	costAt     time.Time     // when it began
 	noise      noise         // refusals that come whatever the pace, if shown
 	climbs     int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
 	long       longRun       // what was admitted and refused over the last minute or so
@@ -79,12 +84,18 @@ type estimator struct {
 type pending struct {
 	decideAt, at   time.Time // zero decideAt: none
 	sentRate, rate float64   // the rate sent at, and the pace, at the refusal
+	sent           float64   // units the epoch had sent by then, in sends requests
+	sends          int
+	n              float64       // units of the request refused
+	shown, fine    bool          // its headers told the window; its hint was finer than whole seconds
+	hint           time.Duration // the server's hint; 0: none
 }
 
 // epoch is what was sent at one pace since start, and what came of it.
 type epoch struct {
 	start             time.Time
 	sent              float64       // units sent since start
+	sends             int           // requests sent since start
 	biggest           float64       // the most units one request of those took
 	pressed           bool          // a request waited for the pace's own second (see inSecond)
 	admitted, refused float64       // units of those answered, admitted and refused
@@ -103,6 +114,7 @@ func newEstimator(ceil float64, adapt bool, now time.Time) estimator {
 // sent counts n units sent. A pace never goes under one such a minute.
 func (e *estimator) sent(n float64) {
 	e.ep.sent += n
+	e.ep.sends++
 	e.ep.biggest = max(e.ep.biggest, n)
 	e.floor = max(e.floor, min(n/60, e.ceil))
 }
@@ -166,7 +178,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.explained = true
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
-	hold = 250 * time.Millisecond
+	hold = quickHold
 	if e.locked > 0 || (e.drain && e.good == 0 && e.bad == 0) {
 		hold = e.span // locked out, or draining (see goOn): a whole span
 	}
@@ -176,8 +188,13 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.stretch(2 * hint) // a window lasts at least the hint: judge over two
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
+	e.cost, e.costAt = min(hold, maxSpan), now
+	if coarse(hint) && !e.fine {
+		e.cost = quickHold // what the next such refusal holds the lane, once a pace has held (see coarse)
+	}
 	e.dryCut = dry >= lockout
-	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate}
+	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
+		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine}
 	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
 	return min(hold, maxSpan)
 }
@@ -222,7 +239,7 @@ func (e *estimator) tick(now time.Time) {
 		return // a pace not used, or too slow to have said anything yet
 	}
 	e.downs = 0
-	if next := min(e.up(), e.ceil); next != e.rate {
+	if next := min(e.up(now), e.ceil); next != e.rate {
 		e.noise.record(now, e.sentRate(now), e.rate, &e.ep)
 		if e.noise.odds() >= noiseOdds {
 			e.undo(now, e.noise.learn()) // refusals that noise explains cut the pace: back to where they found it

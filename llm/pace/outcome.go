@@ -125,10 +125,11 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Unsure {
 		o.Tokens = ln.bigOnes(p)
 	}
-	q, n := &ln.req, p.share // what it stands for, as it was counted sent
+	q, n, r := &ln.req, p.share, o.Requests // what it stands for, as it was counted sent
 	if o.Tokens {
-		q, n = &ln.tok, p.tokens*p.share
+		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
 	}
+	q.est.shown, q.est.fine = r.Told, o.FineHint
 	hint := o.Hint // what the lane's pause heeds
 	if coarse(hint) && !o.FineHint && q.est.good > 0 {
 		hint = 0 // see coarse

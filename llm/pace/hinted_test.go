@@ -1,0 +1,179 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestEstimatorHintedOpening: the first refusal of all, with a hint far
+// longer than the opening took to spend the window (a minute's window
+// spent in a quarter second, a penalty box's ban), cuts the pace to what
+// the server took over the hint, not over the first second (which, a
+// quarter of it at most, left the pace sixty times over and cost a ban
+// a minute); and the search climbs no further than that rate. Requests
+// still in flight when the hold ends count as taken. A short hint, one
+// for a request bigger than most, or one whose headers told the window
+// (the tracker follows it) leaves the first second's measure.
+func TestEstimatorHintedOpening(t *testing.T) {
+	opening := func(hint time.Duration, big float64, answered bool) estimator {
+		e := newEstimator(math.Inf(1), true, t0)
+		for i := range 24 {
+			sent := time.Duration(i) * 10 * time.Millisecond
+			e.sent(1)
+			if answered {
+				e.admitted(at(sent+10*time.Millisecond), at(sent), 1)
+			}
+		}
+		e.sent(big)
+		hold := e.refused(at(250*time.Millisecond), at(250*time.Millisecond), big, hint)
+		e.tick(at(250*time.Millisecond + hold))
+		return e
+	}
+	for _, answered := range []bool{true, false} {
+		e := opening(time.Minute, 1, answered)
+		if want := cutTo * 24 / 60; math.Abs(e.pace()-want) > 1e-9 || e.bad != 0.4 {
+			t.Errorf("answered %v: pace %v and bad %v after a refusal with a minute's hint, want %v and 0.4", answered, e.pace(), e.bad, want)
+		}
+	}
+	e := opening(time.Minute, 1, true)
+	for range 8 { // spans held at the pace: it climbs to the rate, and holds there
+		start := e.ep.start
+		for i := range 24 {
+			sent := start.Add(time.Duration(i) * time.Duration(float64(time.Second)/e.pace()))
+			e.sent(1)
+			e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+		}
+		e.tick(start.Add(e.span))
+	}
+	if e.pace() > 0.4 {
+		t.Errorf("pace %v after spans held, want 0.4 at most: above it the server refused", e.pace())
+	}
+	short := opening(time.Second, 1, true)
+	big := opening(time.Minute, 100, true)
+	shown := newEstimator(math.Inf(1), true, t0)
+	shown.shown = true
+	for i := range 24 {
+		shown.sent(1)
+		shown.admitted(at(time.Duration(i)*10*time.Millisecond+10*time.Millisecond), at(time.Duration(i)*10*time.Millisecond), 1)
+	}
+	shown.sent(1)
+	shown.tick(at(250*time.Millisecond + shown.refused(at(250*time.Millisecond), at(250*time.Millisecond), 1, time.Minute)))
+	for name, e := range map[string]estimator{"a second's hint": short, "a big request's": big, "a told window's": shown} {
+		if e.pace() < 1 {
+			t.Errorf("%s: pace %v, want the first second's measure", name, e.pace())
+		}
+	}
+}
+
+// TestEstimatorStepWorthItsHold: held just under a rate refused, the pace
+// steps up towards it only once the step would have won, since the
+// refusal, what the refusal's hold cost: a second's ban against a step of
+// 2.5% waits 40 s, a quarter second's hold 10 s. (Each refused step into
+// a penalty box cost a whole ban: four in a 30 s run made it 1.16x.)
+func TestEstimatorStepWorthItsHold(t *testing.T) {
+	for _, tc := range []struct {
+		cost, want time.Duration
+	}{{time.Second, 40 * time.Second}, {250 * time.Millisecond, 10 * time.Second}} {
+		e := estimator{ceil: math.Inf(1), adapt: true, rate: 20, good: 20, bad: 21, span: 2 * time.Second,
+			patience: firstPatience, cost: tc.cost, costAt: t0, ep: epoch{start: t0, judged: t0}}
+		var stepped time.Duration
+		for s := time.Duration(0); stepped == 0 && s < time.Minute; s += e.span {
+			for i := range 40 {
+				sent := at(s + time.Duration(i)*50*time.Millisecond)
+				e.sent(1)
+				e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+			}
+			if e.tick(at(s + e.span)); e.pace() != 20 {
+				stepped = s + e.span
+			}
+		}
+		if stepped < tc.want || stepped > tc.want+e.span || e.pace() != 20.5 {
+			t.Errorf("a refusal costing %v: stepped up to %v at %v, want to 20.5 at %v", tc.cost, e.pace(), stepped, tc.want)
+		}
+	}
+}
+
+// TestEstimatorFineOpening: the first refusal of all, its fine hint
+// covering the rest of the first second, measures the server's rate (it
+// let no more through in that second): the climb from it starts with a
+// small step, not the doubling search's big one from a guess. A coarse
+// hint (a whole second) may say much less than it covers.
+func TestEstimatorFineOpening(t *testing.T) {
+	for _, fine := range []bool{true, false} {
+		e := newEstimator(math.Inf(1), true, t0)
+		e.fine = fine
+		for i := range 20 {
+			sent := at(time.Duration(i) * 12 * time.Millisecond)
+			e.sent(1)
+			e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+		}
+		e.sent(1)
+		e.tick(at(250*time.Millisecond + e.refused(at(250*time.Millisecond), at(250*time.Millisecond), 1, time.Second)))
+		start := e.ep.start
+		for i := range 2 * 20 {
+			sent := start.Add(time.Duration(i) * 50 * time.Millisecond)
+			e.sent(1)
+			e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+		}
+		e.tick(start.Add(e.span))
+		if want := map[bool]float64{true: 21, false: 28}[fine]; math.Abs(e.pace()-want) > 1e-9 {
+			t.Errorf("fine %v: pace %v after a span held at 20, want %v", fine, e.pace(), want)
+		}
+	}
+}
+
+// TestEstimatorBackToHeld: refused soon after a small step over a pace
+// held for a span, the pace goes back to that pace, not a tenth under the
+// rate refused: the limit lies between the two (a penalty box refusing
+// at 21 what it took at 20 a second had the lane at 18.9 for 20 s).
+func TestEstimatorBackToHeld(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 21, good: 20, span: 2 * time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	for i := range 14 {
+		sent := at(time.Duration(i) * 50 * time.Millisecond)
+		e.sent(1)
+		e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+	}
+	e.sent(1)
+	e.tick(at(700*time.Millisecond + e.refused(at(700*time.Millisecond), at(700*time.Millisecond), 1, 0)))
+	if e.pace() != 20 || e.bad != 21 || e.good != 20 {
+		t.Errorf("pace %v, bad %v, good %v; want back to 20, 21 refused, 20 held", e.pace(), e.bad, e.good)
+	}
+}
+
+// TestEstimatorOpeningSlowAnswers: the first refusal of all, its epoch's
+// answers slower than the hold (latency over the window), cuts to what
+// the first second sent and the server did not refuse, not going on with
+// no pace (which cost four more refusals in a second and a half); unless
+// the refusal's headers told the window, which the tracker follows.
+func TestEstimatorOpeningSlowAnswers(t *testing.T) {
+	for _, shown := range []bool{false, true} {
+		e := newEstimator(math.Inf(1), true, t0)
+		e.shown = shown
+		for range 16 {
+			e.sent(1) // in flight: answered in 1.5 s
+		}
+		e.sent(1)
+		e.tick(at(500*time.Millisecond + e.refused(at(500*time.Millisecond), at(500*time.Millisecond), 1, 0)))
+		switch p := e.pace(); {
+		case shown && !math.IsInf(p, 1):
+			t.Errorf("window told: pace %v, want none yet", p)
+		case !shown && (p > 16 || p < 0.9*16):
+			t.Errorf("pace %v, want a little under the 16 sent and not refused", p)
+		}
+	}
+}
+
+// TestEstimatorCoarseHintCost: a refusal's hint of one whole second costs
+// the lane, once a pace has held, the quarter second of its own hold
+// (see coarse), and the steps up weigh that; a fine one costs itself.
+func TestEstimatorCoarseHintCost(t *testing.T) {
+	for _, fine := range []bool{false, true} {
+		e := estimator{ceil: math.Inf(1), adapt: true, rate: 20, span: time.Second, patience: firstPatience, fine: fine, ep: epoch{start: t0, judged: t0}}
+		e.sent(1)
+		e.refused(at(time.Second), at(time.Second), 1, time.Second)
+		if want := map[bool]time.Duration{false: quickHold, true: time.Second}[fine]; e.cost != want {
+			t.Errorf("fine %v: a refusal's cost %v, want %v", fine, e.cost, want)
+		}
+	}
+}
