@@ -130,3 +130,27 @@ func TestPressedOnlyByTheSecond(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnSecondSpansTheGuard: once a reading has told the tracker a window
+// of a second, the own second keeps a send for the second and the guard
+// the tracker allows (and holds the pace's worth of that time), so that a
+// long prompt's room comes back to both at once, not to the own second a
+// guard early, when nothing the tracker would let go could take it.
+func TestOwnSecondSpansTheGuard(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	q := secondAt(t0, map[time.Duration]float64{0: 600}, []time.Duration{0})
+	if ok, _ := q.inSecond(t0.Add(time.Second), 500, 0); !ok {
+		t.Fatal("no window told: 500 did not fit a second after 600 went")
+	}
+	q.win.period = time.Second // a reading told a window of a second: guard 20 ms
+	ok, wait := q.inSecond(t0.Add(time.Second), 500, 0)
+	if ok || wait != 20*time.Millisecond {
+		t.Errorf("at 1 s: inSecond(500) = %v, %v; want false, 20ms (the tracker's guard)", ok, wait)
+	}
+	if ok, _ := q.inSecond(t0.Add(1020*time.Millisecond), 500, 0); !ok {
+		t.Error("at 1.02 s: 500 did not fit")
+	}
+	if got := q.secondsWorth(); got != 1020 {
+		t.Errorf("secondsWorth = %v, want 1020 (1,000 a second over 1.02 s)", got)
+	}
+}
