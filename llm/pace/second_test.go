@@ -154,3 +154,30 @@ func TestOwnSecondSpansTheGuard(t *testing.T) {
 		t.Errorf("secondsWorth = %v, want 1020 (1,000 a second over 1.02 s)", got)
 	}
 }
+
+// TestDebtBeyondASecond: a request the own second has room for does not
+// wait for the rate.Limiter while its debt is within two seconds' worth.
+// The limiter starts empty, so the first second's sends leave it a
+// second's worth in debt, and from then on, kept to the pace by the own
+// second, it hovers there: the timing of sends within a second took it
+// past a second's worth now and then, and a long prompt the second had
+// room for waited, in take, until the limiter held all of it, while short
+// ones took the room (told a sliding second's limit, 0.2 s a long prompt).
+func TestDebtBeyondASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 60_000, Concurrency: 8}) // 1,000 a second
+		start := time.Now()
+		ln := l.lane("m")
+		ln.mu.Lock()
+		ln.tok.lim.ReserveN(time.Now(), 1000) // a second's worth in debt, none of it in the own second
+		ln.mu.Unlock()
+		p, err := l.Acquire(t.Context(), "m", 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Done(Outcome{Result: Admitted})
+		if d := time.Since(start); d != 0 {
+			t.Errorf("300 went after %v, want at once: the second is empty, the debt within two seconds' worth", d)
+		}
+	})
+}
