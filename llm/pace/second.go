@@ -27,9 +27,9 @@ import "time"
 // coming second alike.
 
 // inSecond reports whether n units fit q's pace within the last second,
-// besides the room kept (for a request of kept units); when not, wait is
-// how long until they might.
-func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.Duration) {
+// besides held (units that go now, before them) and the room kept (for a
+// request of kept units); when not, wait is how long until they might.
+func (q *quantity) inSecond(now time.Time, n, held, kept float64) (ok bool, wait time.Duration) {
 	if !q.keptBySecond(n) {
 		return true, 0
 	}
@@ -37,17 +37,18 @@ func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.
 	if kept > most {
 		kept = 0 // the kept request is not held by the second
 	}
-	free := q.roomAt(now, most)
+	// What goes now stays in the second from now on: it is as if sent.
+	free := q.roomAt(now, most) - held
 	if kept > 0 {
-		at := q.fitAt(now, most, kept)
-		if spare := q.roomAt(at, most) - kept; spare < n {
+		at := q.fitAt(now, most, held+kept)
+		if spare := q.roomAt(at, most) - held - kept; spare < n {
 			// Its room is kept until it goes (its going wakes the lane);
 			// if it fits already, until both would.
 			switch {
 			case at.After(now):
 				return false, at.Sub(now)
-			case kept+n <= most:
-				return false, max(q.fitAt(now, most, kept+n).Sub(now), time.Millisecond)
+			case held+kept+n <= most:
+				return false, max(q.fitAt(now, most, held+kept+n).Sub(now), time.Millisecond)
 			}
 			return false, time.Second
 		}
@@ -55,7 +56,7 @@ func (q *quantity) inSecond(now time.Time, n, kept float64) (ok bool, wait time.
 	if n <= free {
 		return true, 0
 	}
-	return false, max(q.fitAt(now, most, n).Sub(now), time.Millisecond)
+	return false, max(q.fitAt(now, most, held+n).Sub(now), time.Millisecond)
 }
 
 // keptBySecond reports whether the own second keeps a request of n units

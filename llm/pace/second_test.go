@@ -56,7 +56,7 @@ func TestInSecond(t *testing.T) {
 			if tc.noPace {
 				q.lim = nil
 			}
-			ok, wait := q.inSecond(now, tc.n, tc.kept)
+			ok, wait := q.inSecond(now, tc.n, 0, tc.kept)
 			if ok != tc.ok || (!ok && wait != tc.wait) {
 				t.Errorf("inSecond(%v, kept %v) = %v, %v; want %v, %v", tc.n, tc.kept, ok, wait, tc.ok, tc.wait)
 			}
@@ -139,19 +139,33 @@ func TestPressedOnlyByTheSecond(t *testing.T) {
 func TestOwnSecondSpansTheGuard(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	q := secondAt(t0, map[time.Duration]float64{0: 600}, []time.Duration{0})
-	if ok, _ := q.inSecond(t0.Add(time.Second), 500, 0); !ok {
+	if ok, _ := q.inSecond(t0.Add(time.Second), 500, 0, 0); !ok {
 		t.Fatal("no window told: 500 did not fit a second after 600 went")
 	}
 	q.win.period = time.Second // a reading told a window of a second: guard 20 ms
-	ok, wait := q.inSecond(t0.Add(time.Second), 500, 0)
+	ok, wait := q.inSecond(t0.Add(time.Second), 500, 0, 0)
 	if ok || wait != 20*time.Millisecond {
 		t.Errorf("at 1 s: inSecond(500) = %v, %v; want false, 20ms (the tracker's guard)", ok, wait)
 	}
-	if ok, _ := q.inSecond(t0.Add(1020*time.Millisecond), 500, 0); !ok {
+	if ok, _ := q.inSecond(t0.Add(1020*time.Millisecond), 500, 0, 0); !ok {
 		t.Error("at 1.02 s: 500 did not fit")
 	}
 	if got := q.secondsWorth(); got != 1020 {
 		t.Errorf("secondsWorth = %v, want 1020 (1,000 a second over 1.02 s)", got)
+	}
+}
+
+// TestInSecondHeld: units that go now before a request count as sent.
+func TestInSecondHeld(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	q := secondAt(t0, map[time.Duration]float64{0: 300}, []time.Duration{0})
+	now := t0.Add(500 * time.Millisecond)
+	if ok, _ := q.inSecond(now, 400, 0, 0); !ok {
+		t.Fatal("400 beside 300 did not fit a second of 1,000")
+	}
+	ok, wait := q.inSecond(now, 400, 500, 0)
+	if ok || wait != 500*time.Millisecond {
+		t.Errorf("400 beside 300 sent and 500 held = %v, %v; want false, 500ms (when the 300 leaves)", ok, wait)
 	}
 }
 
