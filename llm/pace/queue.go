@@ -144,13 +144,16 @@ func (ln *lane) fitsBeside(now time.Time, n, held, kept float64) bool {
 // it. Room a window gives back comes in turns: sends that went together
 // leave together, a window later, and the lane's sends fall into step with
 // them; a request that misses one turn because bigger ones filled it, or
-// it came just after, has waited a window already. Kept after one window,
+// it came just after, has waited a window already, and the long prompts
+// among the requests a run's workers hold (a few dozen, a few going each
+// window) wait several windows in turn anyway. Kept after one window,
 // nearly every long prompt had its room kept in turn, first come first,
-// and the room bigger ones would have filled lay idle behind it (told the
-// limit of a sliding second: 1.10-1.12x the ideal, against 1.06-1.09x at
-// four). Four windows bound how long any request is passed, and leave
-// the biggest-first order to fill the turns meanwhile.
-const patience = 4
+// and the room bigger ones would have filled lay idle behind it. Told the
+// limit of a sliding second (means of 4-8 runs): 1.10-1.15x the ideal at
+// one window, 1.08-1.11x at four, 1.07-1.09x at eight. Eight bound how
+// long any request is passed, and leave the biggest-first order to fill
+// the turns meanwhile.
+const patience = 8
 
 // keepIfDue keeps the room t needs, if no other's is kept, when its
 // patience will be over by the time it looks again, d from now. ln.mu is

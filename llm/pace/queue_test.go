@@ -148,7 +148,7 @@ func TestNotHeldAtThePaces(t *testing.T) {
 }
 
 // TestPatience: a request passed by others has its room kept only once
-// it has waited four of the window's periods, a second at least.
+// it has waited eight of the window's periods, a second at least.
 func TestPatience(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	ln, ts := queued(t0, 0, 900)
@@ -156,8 +156,12 @@ func TestPatience(t *testing.T) {
 	if ln.keeper != nil {
 		t.Error("kept after 1.6 s of a one-second window")
 	}
-	ln.keepIfDue(t0.Add(3900*time.Millisecond), ts[0], 100*time.Millisecond)
+	ln.keepIfDue(t0.Add(7900*time.Millisecond), ts[0], 99*time.Millisecond)
+	if ln.keeper != nil {
+		t.Error("kept before eight seconds")
+	}
+	ln.keepIfDue(t0.Add(7900*time.Millisecond), ts[0], 100*time.Millisecond)
 	if ln.keeper != ts[0] {
-		t.Error("not kept after four seconds")
+		t.Error("not kept after eight seconds")
 	}
 }
