@@ -16,8 +16,8 @@ import "time"
 // refills as it goes admits what the rate.Limiter lets through, and a
 // fixed window all of its size between its walls, which the tracker
 // follows. The "second" is a second and the tracker's guard, once the
-// server's headers told a window (see ownSecond), and holds the pace's
-// worth of that time.
+// server's headers showed a sliding window (see ownSecond), and holds the
+// pace's worth of that time.
 //
 // The request whose room is kept (it has waited its patience) goes as
 // soon as the sends it waits for have left the second; until then, others
@@ -92,13 +92,23 @@ func (q *quantity) fitAt(now time.Time, most, n float64) time.Time {
 
 // ownSecond is how long the own second keeps a send: a second, and the
 // guard the tracker of the server's window allows for the way to the
-// server once a reading told it one (see window.guard), so that against a
-// window of a second both give a send's room back at once. Kept for a
-// second alone, a long prompt's room came back to the own second a guard
-// before the tracker gave it: what the prompts waiting could not take in
-// that gap lay idle, and short ones took the rest (told the limit of a
-// sliding second with headers, runs were 6% slower than without).
-func (q *quantity) ownSecond() time.Duration { return time.Second + q.win.guard() }
+// server once readings showed a sliding window (one that keeps no unit
+// past its length, see window.sliding), so that against a window of a
+// second both give a send's room back at once. Kept for a second alone, a
+// long prompt's room came back to the own second a guard before the
+// tracker gave it: what the prompts waiting could not take in that gap
+// lay idle, and short ones took the rest (told the limit of a sliding
+// second with headers, runs were 6% slower than without). A sliding
+// counter (its resets reach past the length) weighs the window before,
+// and a second's worth and the guard's over 1.02 s, in steps, overran it:
+// refusals rose from 1% to 3% told its limit with answers slower than its
+// window; there the own second keeps a second.
+func (q *quantity) ownSecond() time.Duration {
+	if !q.win.sliding() || q.win.counting() {
+		return time.Second
+	}
+	return time.Second + q.win.guard()
+}
 
 // secondsWorth is what the own second holds: the pace over its length.
 func (q *quantity) secondsWorth() float64 {

@@ -131,18 +131,24 @@ func TestPressedOnlyByTheSecond(t *testing.T) {
 	})
 }
 
-// TestOwnSecondSpansTheGuard: once a reading has told the tracker a window
-// of a second, the own second keeps a send for the second and the guard
-// the tracker allows (and holds the pace's worth of that time), so that a
-// long prompt's room comes back to both at once, not to the own second a
-// guard early, when nothing the tracker would let go could take it.
+// TestOwnSecondSpansTheGuard: once readings have told the tracker a
+// sliding window of a second, the own second keeps a send for the second
+// and the guard the tracker allows (and holds the pace's worth of that
+// time), so that a long prompt's room comes back to both at once, not to
+// the own second a guard early, when nothing the tracker would let go
+// could take it. A window whose resets reach past its length (a sliding
+// counter's, which weighs the window before) keeps the second.
 func TestOwnSecondSpansTheGuard(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	q := secondAt(t0, map[time.Duration]float64{0: 600}, []time.Duration{0})
 	if ok, _ := q.inSecond(t0.Add(time.Second), 500, 0, 0); !ok {
 		t.Fatal("no window told: 500 did not fit a second after 600 went")
 	}
-	q.win.period = time.Second // a reading told a window of a second: guard 20 ms
+	q.win.length, q.win.period = time.Second, 2*time.Second // resets past the length: a counter's
+	if ok, _ := q.inSecond(t0.Add(time.Second), 500, 0, 0); !ok {
+		t.Error("a window whose resets reach past its length: 500 did not fit a second after 600 went")
+	}
+	q.win.period = time.Second // a sliding window of a second: guard 20 ms
 	ok, wait := q.inSecond(t0.Add(time.Second), 500, 0, 0)
 	if ok || wait != 20*time.Millisecond {
 		t.Errorf("at 1 s: inSecond(500) = %v, %v; want false, 20ms (the tracker's guard)", ok, wait)
