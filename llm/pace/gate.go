@@ -11,7 +11,9 @@ type gate struct {
 	inFlight int
 }
 
-func (ln *lane) takeSlot(ctx context.Context) error {
+// takeSlot takes a slot of the gate for t; waiting for one, t stops
+// holding its room in the windows (see queue.go).
+func (ln *lane) takeSlot(ctx context.Context, t *turn) error {
 	for {
 		ln.mu.Lock()
 		now := ln.l.now()
@@ -23,6 +25,7 @@ func (ln *lane) takeSlot(ctx context.Context) error {
 			return nil
 		}
 		ln.gate.policy.blocked = true
+		ln.pass(t, false)
 		wake := ln.changed
 		ln.mu.Unlock()
 		// The slow start opens with time as well as with answers.

@@ -20,6 +20,7 @@ type lane struct {
 	gate     gate
 	until    time.Time                   // the shared pause: nothing is sent before
 	keeper   *turn                       // the request that has waited its turn for the token window: its room is kept
+	queue    queue                       // the requests waiting for room or on their way to be sent (see queue.go)
 	changed  chan struct{}               // closed when an answer or a release may make room
 	unsure   struct{ n, tokens float64 } // refusals that did not say which limit, and their tokens (see bigOnes)
 	units    unitGuess                   // what its windows of no unit said count (see weigh)
@@ -57,7 +58,10 @@ func newLane(l *Limiter, model string) *lane {
 // waits for room: the one whose room is kept must find one free.) A pause
 // that begins meanwhile, or room taken by another, sends it round again.
 func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
-	t := &turn{tokens: float64(n), start: ln.l.now()}
+	ln.mu.Lock()
+	t := &turn{tokens: float64(n), seq: ln.queue.next, start: ln.l.now()}
+	ln.queue.next++
+	ln.mu.Unlock()
 	paid := false // its turn at the paces is taken
 	for {
 		err := ln.waitPause(ctx)
@@ -66,10 +70,10 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		}
 		free := func() {} // gives back the slot shared with other processes
 		if err == nil {
-			free, err = ln.takeSlots(ctx)
+			free, err = ln.takeSlots(ctx, t)
 		}
 		if err == nil && !paid {
-			if err = ln.takePaces(ctx, n, t.start); err == nil {
+			if err = ln.takePaces(ctx, t); err == nil {
 				err = ln.takeShared(ctx, n)
 			}
 			if err != nil {
@@ -81,6 +85,7 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		if err != nil {
 			ln.mu.Lock()
 			ln.unkeep(t)
+			ln.leave(t)
 			ln.mu.Unlock()
 			return nil, err
 		}
@@ -96,13 +101,6 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		// leave spread out.
 		paid = paid && !paused
 	}
-}
-
-// turn is one request's way through acquire.
-type turn struct {
-	tokens float64
-	start  time.Time // when it began to wait
-	probe  *window   // the window it goes to probe, past what it held (see roomOrProbe); nil: none
 }
 
 // unkeep gives back the room kept for t. ln.mu is held.
@@ -138,8 +136,8 @@ func (ln *lane) pause(d time.Duration) {
 // takeSlots takes a slot of the lane's gate, then one shared with the
 // other processes (if they share a cap), and returns the func that gives
 // the shared one back.
-func (ln *lane) takeSlots(ctx context.Context) (func(), error) {
-	if err := ln.takeSlot(ctx); err != nil {
+func (ln *lane) takeSlots(ctx context.Context, t *turn) (func(), error) {
+	if err := ln.takeSlot(ctx, t); err != nil {
 		return func() {}, err
 	}
 	free, err := ln.holdShared(ctx)
@@ -157,18 +155,30 @@ func (ln *lane) wake() {
 }
 
 // waitWindows waits, for this request only, until it fits what the
-// server's windows have left. Shorter requests may pass one that does not
-// fit yet, but only for its patience (a window's period, a second at
-// least); then the room it needs is kept for it until it is sent, one such
-// request at a time, in turn.
+// server's windows have left. Other requests may pass one that does not
+// fit yet, but only for its patience (see patience); then the room it
+// needs is kept for it until it is sent, one such request at a time, in
+// turn. Which of those that fit goes first, and the room held for those on
+// their way, queue.go tells.
 func (ln *lane) waitWindows(ctx context.Context, t *turn) error {
+	ln.mu.Lock()
+	ln.join(t)
+	ln.pass(t, false)
+	t.waiting = true
+	ln.mu.Unlock()
+	defer func() {
+		ln.mu.Lock()
+		t.waiting = false
+		ln.mu.Unlock()
+	}()
 	for {
 		ln.mu.Lock()
 		now := ln.l.now()
 		ok, d := ln.fits(now, t)
-		// Its patience over by the time it looks again: the room is kept.
-		if !ok && ln.keeper == nil && now.Sub(t.start)+d >= max(time.Second, ln.tok.win.period) {
-			ln.keeper = t
+		if ok {
+			ln.pass(t, true)
+		} else {
+			ln.keepIfDue(now, t, d)
 		}
 		wake := ln.changed
 		ln.mu.Unlock()
@@ -186,17 +196,21 @@ func (ln *lane) waitWindows(ctx context.Context, t *turn) error {
 // and if not, how long until it may. ln.mu is held.
 func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	kept := 0.0
-	if ln.keeper != nil && ln.keeper != t {
+	if ln.keeper != nil && ln.keeper != t && !ln.keeper.passing {
 		kept = ln.keeper.tokens
 	}
 	okR, dR, probeR := ln.req.win.roomOrProbe(now, ln.req.count, 1, 0)
 	okT, dT, probeT := true, time.Duration(0), false
 	okS, dS := true, time.Duration(0)
 	if t.tokens > 0 {
-		okT, dT, probeT = ln.tok.win.roomOrProbe(now, ln.tok.count, t.tokens, kept)
-		okS, dS = ln.tok.inSecond(now, t.tokens, kept)
+		held, ahead := ln.held(now, t, kept)
+		okT, dT, probeT = ln.tok.win.roomOrProbe(now, ln.tok.count, t.tokens, kept+held)
+		okS, dS = ln.tok.inSecond(now, t.tokens, held, kept)
 		// Held by the second's own sends alone: the pace was reached.
-		ln.tok.est.ep.pressed = ln.tok.est.ep.pressed || !okS && okT && okR && kept == 0
+		ln.tok.est.ep.pressed = ln.tok.est.ep.pressed || !okS && okT && okR && kept == 0 && held == 0
+		if held > 0 && !(okT && okS) {
+			ln.stepAside(ahead)
+		}
 	}
 	t.probe = nil
 	switch {
@@ -220,12 +234,16 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	defer ln.mu.Unlock()
 	now := ln.l.now()
 	if ln.until.After(now) {
+		ln.pass(t, false)
 		return nil, true
 	}
+	ln.pass(t, true) // its turn at the paces is taken: it steps aside for none
 	if ok, _ := ln.fits(now, t); !ok {
+		ln.pass(t, false)
 		return nil, false
 	}
 	ln.unkeep(t)
+	ln.leave(t)
 	if t.probe != nil {
 		t.probe.probes++
 	}

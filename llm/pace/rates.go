@@ -9,26 +9,32 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// takePaces waits for a request's turn at the request pace and for its
-// tokens at the token pace. since is when the request began to wait.
-func (ln *lane) takePaces(ctx context.Context, tokens int, since time.Time) error {
-	if err := ln.take(ctx, func() *rate.Limiter { return ln.req.lim }, 1, since); err != nil {
+// takePaces waits for t's turn at the request pace and for its tokens at
+// the token pace. A turn that has to wait for either stops holding its
+// room in the windows meanwhile (see queue.go): it may wait long, a debt
+// of a long prompt's, and others may use the room till then.
+func (ln *lane) takePaces(ctx context.Context, t *turn) error {
+	tokens, since := int(t.tokens), t.start
+	if err := ln.take(ctx, t, func() *rate.Limiter { return ln.req.lim }, 1, since); err != nil {
 		return err
 	}
 	ln.mu.Lock()
-	if l, now := ln.tok.lim, ln.l.now(); ln.tok.keptBySecond(float64(tokens)) && l.TokensAt(now)-float64(tokens) >= -float64(l.Burst()) {
+	if l, now := ln.tok.lim, ln.l.now(); ln.tok.keptBySecond(float64(tokens)) && l.TokensAt(now)-float64(tokens) >= -2*ln.tok.secondsWorth() {
 		// The own second keeps it to the pace (see inSecond): waiting for
 		// the rate.Limiter as well, a second's sends lumped by long
 		// prompts fell short of it by a tenth. Its turn is taken as a
-		// debt (the second keeps that under a second's worth); a debt
-		// beyond, of a request longer than a second of the pace, it
-		// waits out as every other does.
+		// debt: the limiter, starting empty, is a second's worth in debt
+		// from the first second on, and the timing of sends within a
+		// second takes it past that now and then (see
+		// TestDebtBeyondASecond); a debt beyond two seconds' worth, of a
+		// request longer than a second of the pace, it waits out as
+		// every other does.
 		l.ReserveN(now, min(tokens, l.Burst()))
 		ln.mu.Unlock()
 		return nil
 	}
 	ln.mu.Unlock()
-	return ln.take(ctx, func() *rate.Limiter { return ln.tok.lim }, tokens, since)
+	return ln.take(ctx, t, func() *rate.Limiter { return ln.tok.lim }, tokens, since)
 }
 
 // take waits until lim holds n units (a full burst, for more) and takes
@@ -39,7 +45,7 @@ func (ln *lane) takePaces(ctx context.Context, tokens int, since time.Time) erro
 // once. One that has waited as long as its units take to earn (since it
 // began to wait, at since) may take them ahead, as a debt, but only so far
 // (see ahead). lim is read each time round: the estimator may replace it.
-func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since time.Time) error {
+func (ln *lane) take(ctx context.Context, t *turn, lim func() *rate.Limiter, n int, since time.Time) error {
 	for {
 		ln.mu.Lock()
 		l, now, wake := lim(), ln.l.now(), ln.changed
@@ -56,11 +62,12 @@ func (ln *lane) take(ctx context.Context, lim func() *rate.Limiter, n int, since
 					l.ReserveN(now, min(left, l.Burst()))
 				}
 				ln.mu.Unlock()
-				return ln.waitTurn(ctx, lim, l, now.Add(d))
+				return ln.waitTurn(ctx, t, lim, l, now.Add(d))
 			}
 			res.CancelAt(now)
 		}
 		d := time.Duration((float64(k) - l.TokensAt(now)) / r * float64(time.Second))
+		ln.pass(t, false)
 		ln.mu.Unlock()
 		if err := sleep(ctx, max(d, time.Millisecond), wake); err != nil {
 			return err
@@ -83,10 +90,13 @@ func ahead(n int, patience time.Duration) time.Duration {
 // waitTurn waits until the turn reserved at l, at until, unless the pace
 // is dropped meanwhile (lim no longer l: a concurrency cap found, say),
 // when the request goes at once.
-func (ln *lane) waitTurn(ctx context.Context, lim func() *rate.Limiter, l *rate.Limiter, until time.Time) error {
+func (ln *lane) waitTurn(ctx context.Context, t *turn, lim func() *rate.Limiter, l *rate.Limiter, until time.Time) error {
 	for {
 		ln.mu.Lock()
 		d, wake, dropped := until.Sub(ln.l.now()), ln.changed, lim() != l
+		if d > 0 && !dropped {
+			ln.pass(t, false)
+		}
 		ln.mu.Unlock()
 		if d <= 0 || dropped {
 			return ctx.Err()

@@ -56,7 +56,7 @@ func TestInSecond(t *testing.T) {
 			if tc.noPace {
 				q.lim = nil
 			}
-			ok, wait := q.inSecond(now, tc.n, tc.kept)
+			ok, wait := q.inSecond(now, tc.n, 0, tc.kept)
 			if ok != tc.ok || (!ok && wait != tc.wait) {
 				t.Errorf("inSecond(%v, kept %v) = %v, %v; want %v, %v", tc.n, tc.kept, ok, wait, tc.ok, tc.wait)
 			}
@@ -127,6 +127,77 @@ func TestPressedOnlyByTheSecond(t *testing.T) {
 		}
 		if ln.tok.est.ep.pressed {
 			t.Error("pressed while the requests' window held the lane")
+		}
+	})
+}
+
+// TestOwnSecondSpansTheGuard: once readings have told the tracker a
+// sliding window of a second, the own second keeps a send for the second
+// and the guard the tracker allows (and holds the pace's worth of that
+// time), so that a long prompt's room comes back to both at once, not to
+// the own second a guard early, when nothing the tracker would let go
+// could take it. A window whose resets reach past its length (a sliding
+// counter's, which weighs the window before) keeps the second.
+func TestOwnSecondSpansTheGuard(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	q := secondAt(t0, map[time.Duration]float64{0: 600}, []time.Duration{0})
+	if ok, _ := q.inSecond(t0.Add(time.Second), 500, 0, 0); !ok {
+		t.Fatal("no window told: 500 did not fit a second after 600 went")
+	}
+	q.win.length, q.win.period = time.Second, 2*time.Second // resets past the length: a counter's
+	if ok, _ := q.inSecond(t0.Add(time.Second), 500, 0, 0); !ok {
+		t.Error("a window whose resets reach past its length: 500 did not fit a second after 600 went")
+	}
+	q.win.period = time.Second // a sliding window of a second: guard 20 ms
+	ok, wait := q.inSecond(t0.Add(time.Second), 500, 0, 0)
+	if ok || wait != 20*time.Millisecond {
+		t.Errorf("at 1 s: inSecond(500) = %v, %v; want false, 20ms (the tracker's guard)", ok, wait)
+	}
+	if ok, _ := q.inSecond(t0.Add(1020*time.Millisecond), 500, 0, 0); !ok {
+		t.Error("at 1.02 s: 500 did not fit")
+	}
+	if got := q.secondsWorth(); got != 1020 {
+		t.Errorf("secondsWorth = %v, want 1020 (1,000 a second over 1.02 s)", got)
+	}
+}
+
+// TestInSecondHeld: units that go now before a request count as sent.
+func TestInSecondHeld(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	q := secondAt(t0, map[time.Duration]float64{0: 300}, []time.Duration{0})
+	now := t0.Add(500 * time.Millisecond)
+	if ok, _ := q.inSecond(now, 400, 0, 0); !ok {
+		t.Fatal("400 beside 300 did not fit a second of 1,000")
+	}
+	ok, wait := q.inSecond(now, 400, 500, 0)
+	if ok || wait != 500*time.Millisecond {
+		t.Errorf("400 beside 300 sent and 500 held = %v, %v; want false, 500ms (when the 300 leaves)", ok, wait)
+	}
+}
+
+// TestDebtBeyondASecond: a request the own second has room for does not
+// wait for the rate.Limiter while its debt is within two seconds' worth.
+// The limiter starts empty, so the first second's sends leave it a
+// second's worth in debt, and from then on, kept to the pace by the own
+// second, it hovers there: the timing of sends within a second took it
+// past a second's worth now and then, and a long prompt the second had
+// room for waited, in take, until the limiter held all of it, while short
+// ones took the room (told a sliding second's limit, 0.2 s a long prompt).
+func TestDebtBeyondASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 60_000, Concurrency: 8}) // 1,000 a second
+		start := time.Now()
+		ln := l.lane("m")
+		ln.mu.Lock()
+		ln.tok.lim.ReserveN(time.Now(), 1000) // a second's worth in debt, none of it in the own second
+		ln.mu.Unlock()
+		p, err := l.Acquire(t.Context(), "m", 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Done(Outcome{Result: Admitted})
+		if d := time.Since(start); d != 0 {
+			t.Errorf("300 went after %v, want at once: the second is empty, the debt within two seconds' worth", d)
 		}
 	})
 }
