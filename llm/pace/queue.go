@@ -152,14 +152,19 @@ func (ln *lane) fitsBeside(now time.Time, n, held, kept float64) bool {
 // limit of a sliding second (means of 4-8 runs): 1.10-1.15x the ideal at
 // one window, 1.08-1.11x at four, 1.07-1.09x at eight. Eight bound how
 // long any request is passed, and leave the biggest-first order to fill
-// the turns meanwhile.
-const patience = 8
+// the turns meanwhile; windows longer than longestTurn count as that
+// long, so that a long prompt waits two minutes at most, not eight, on
+// the minute's windows that providers mostly count tokens in.
+const (
+	patience    = 8
+	longestTurn = 15 * time.Second
+)
 
 // keepIfDue keeps the room t needs, if no other's is kept, when its
 // patience will be over by the time it looks again, d from now. ln.mu is
 // held.
 func (ln *lane) keepIfDue(now time.Time, t *turn, d time.Duration) {
-	if ln.keeper == nil && now.Sub(t.start)+d >= patience*max(time.Second, ln.tok.win.period) {
+	if ln.keeper == nil && now.Sub(t.start)+d >= patience*min(max(time.Second, ln.tok.win.period), longestTurn) {
 		ln.keeper = t
 	}
 }

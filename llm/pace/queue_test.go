@@ -164,4 +164,15 @@ func TestPatience(t *testing.T) {
 	if ln.keeper != ts[0] {
 		t.Error("not kept after eight seconds")
 	}
+	// A minute's window: kept after two minutes, not eight.
+	ln, ts = queued(t0, 0, 900)
+	ln.tok.win.period = time.Minute
+	ln.keepIfDue(t0.Add(110*time.Second), ts[0], 5*time.Second)
+	if ln.keeper != nil {
+		t.Error("kept after 115 s of a minute's window")
+	}
+	ln.keepIfDue(t0.Add(118*time.Second), ts[0], 2*time.Second)
+	if ln.keeper != ts[0] {
+		t.Error("not kept after two minutes of a minute's window")
+	}
 }
