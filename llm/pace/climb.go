@@ -17,12 +17,19 @@ func (e *estimator) used(now time.Time) bool {
 
 // up returns the next pace after one held for a span: a step towards the
 // rate last refused (halfway at most); when settled near it, the same pace
-// for patience spans, then a probe at it; with no refusal known, a step.
+// for patience spans, then a probe at it (worth its cost, see worthProbe);
+// with no refusal known, a step.
 func (e *estimator) up(now time.Time) float64 {
 	e.good = max(e.good, e.rate)
 	switch {
 	case e.bad == 0:
 		return e.rate * e.step()
+	case e.rate >= e.bad && e.rate >= e.ceil:
+		// A probe at the told limit held: no pace goes past it, and a
+		// span held says little (2% over what a server admits takes
+		// seconds to be refused). The refusal and the patience stand.
+		e.held++
+		return e.rate
 	case e.rate >= e.bad:
 		// A probe at the refused rate held: the limit has risen, or the
 		// refusal measured it low. Climb, and probe sooner next time.
@@ -39,7 +46,7 @@ func (e *estimator) up(now time.Time) float64 {
 		}
 		e.climbs++
 		return next
-	case e.held < e.patience || e.sinceProbe < min(minAnswers*e.patience, maxProbeWait) || !e.worth(now, e.bad):
+	case e.held < e.patience || e.sinceProbe < min(minAnswers*e.patience, maxProbeWait) || !e.worthProbe(now):
 		// Its patience counts spans and, where a span holds few
 		// requests (a limit of a minute), requests too: each probe that
 		// fails costs a refusal, and gains little. (No more than
@@ -76,6 +83,17 @@ func (e *estimator) factor() float64 {
 func (e *estimator) worth(now time.Time, next float64) bool {
 	gain := next/e.rate - 1
 	return gain > 0 && now.Sub(e.costAt).Seconds()*gain >= e.cost.Seconds()
+}
+
+// worthProbe reports whether a probe at the rate last refused is worth
+// its cost, as a step is (see worth), the cost grown with each probe
+// refused as patience is: a probe refused costs a hold, and the next
+// waits twice as long. (Patience alone, in spans of a second, waited less
+// than the first probe's worth: near a sliding counter's limit each
+// probe of a 30 s run, 10 s apart, was refused.)
+func (e *estimator) worthProbe(now time.Time) bool {
+	gain := e.bad/e.rate - 1
+	return gain > 0 && now.Sub(e.costAt).Seconds()*gain >= e.cost.Seconds()*float64(e.patience)/firstPatience
 }
 
 // dryRun notes a refusal of a request sent at sentAt and returns how long

@@ -126,8 +126,8 @@ func (e *estimator) goOn(cut pending) {
 
 // bounded is bracket's cut with its bounds: a long horizon refused all
 // along bounds it by what the server let through there; cut after cut
-// with much refused, it goes deeper; the first at the told limit goes a
-// twentieth under it.
+// with much refused, it goes deeper; the first at the told limit goes
+// two and a half percent under it.
 func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 	next, bad = e.bracket(cut)
 	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
@@ -147,9 +147,13 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 		// Refused at the pace the user gave: a window's edge or long
 		// prompts that did not fit, more likely than a wrong limit,
 		// and what was admitted is a poor measure while answers are
-		// slow or the windows held sends. The pace goes a twentieth
-		// under it; refused again before a span holds, the cuts are
-		// measured.
+		// slow or the windows held sends. The pace goes 2.5% under
+		// it, where a cut to a twentieth under climbed back first
+		// (halfway), once that step was worth its hold: near the
+		// limit, settled, to probe it now and then. (A sliding counter
+		// admits L-1 a window, 2-5% under a told L: a twentieth under
+		// held 10 s at 3% under what it admits.) Refused again before
+		// a span holds, the cuts are measured.
 		next, bad = max(next, toldCut*cut.rate), max(bad, cut.rate)
 	}
 	return next, bad

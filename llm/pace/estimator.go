@@ -10,15 +10,15 @@ import (
 // without refusal moves the pace halfway to the rate last refused; near it,
 // the pace holds for a patience of spans before it probes again.
 const (
-	cutTo          = 0.95 // of the admitted rate, after a refusal
-	cutLeast       = 0.9  // of the rate sent: a refusal always lowers the pace this much
-	toldCut        = 0.95 // of the told limit, the first cut at it (see bounded)
-	cutDeep        = 0.25 // of the rate sent: never lower it more in one step
-	nearBad        = 0.97 // a pace this close under the refused rate is settled
-	firstPatience  = 4    // spans held at a settled pace before the next probe, at first;
-	maxPatience    = 64   // doubling with each probe refused, up to this
-	maxProbeWait   = 64   // requests admitted since the last cut a probe waits for at most
-	climb          = 1.1  // twice the first step up (see step)
+	cutTo          = 0.95  // of the admitted rate, after a refusal
+	cutLeast       = 0.9   // of the rate sent: a refusal always lowers the pace this much
+	toldCut        = 0.975 // of the told limit, the first cut at it: settled near it (see bounded)
+	cutDeep        = 0.25  // of the rate sent: never lower it more in one step
+	nearBad        = 0.97  // a pace this close under the refused rate is settled
+	firstPatience  = 4     // spans held at a settled pace before the next probe, at first;
+	maxPatience    = 64    // doubling with each probe refused, up to this
+	maxProbeWait   = 64    // requests admitted since the last cut a probe waits for at most
+	climb          = 1.1   // twice the first step up (see step)
 	minSpan        = time.Second
 	maxSpan        = time.Minute
 	lockout        = 2 * time.Second        // refused all along this long: a window longer than a second's

@@ -177,3 +177,48 @@ func TestEstimatorCoarseHintCost(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatorProbeAtToldHeld: told the limit, a probe at it (the rate
+// last refused, which no pace may pass) that holds a span says little: a
+// pace 2% over what the server admits takes seconds to be refused. It
+// neither forgets the refusal nor the patience that failed probes grew,
+// so the next refusal there makes probes rarer still. (Forgetting them,
+// a sliding counter refused every probe of a 30 s run, each 10 s apart.)
+func TestEstimatorProbeAtToldHeld(t *testing.T) {
+	e := estimator{ceil: 20, adapt: true, rate: 20, good: 19.5, bad: 20, span: time.Second, patience: 2 * firstPatience,
+		probing: true, ep: epoch{start: t0, judged: t0}}
+	for i := range 20 {
+		sent := at(time.Duration(i) * 50 * time.Millisecond)
+		e.sent(1)
+		e.admitted(sent.Add(10*time.Millisecond), sent, 1)
+	}
+	e.tick(at(time.Second))
+	if e.pace() != 20 || e.bad != 20 || e.patience != 2*firstPatience {
+		t.Fatalf("pace %v, bad %v, patience %v after the probe held a span; want 20, 20 and %v kept", e.pace(), e.bad, e.patience, 2*firstPatience)
+	}
+	e.sent(1)
+	e.tick(at(1100*time.Millisecond + e.refused(at(1100*time.Millisecond), at(1100*time.Millisecond), 1, 0)))
+	if e.patience != 4*firstPatience {
+		t.Errorf("patience %v after the probe was refused, want it doubled to %v", e.patience, 4*firstPatience)
+	}
+}
+
+// TestEstimatorProbeWorthGrows: a probe at the rate last refused waits,
+// as a step does, until what it would have won since the last refusal
+// pays for one, and for as many more as its patience has doubled: each
+// probe refused costs a hold, and the next waits twice as long.
+func TestEstimatorProbeWorthGrows(t *testing.T) {
+	for _, tc := range []struct {
+		patience int
+		want     time.Duration // a quarter second's hold over a gain of 1/39
+	}{{firstPatience, 9750 * time.Millisecond}, {2 * firstPatience, 19500 * time.Millisecond}} {
+		e := estimator{ceil: math.Inf(1), adapt: true, rate: 19.5, good: 19.5, bad: 20, span: time.Second, patience: tc.patience,
+			held: maxPatience, sinceProbe: maxProbeWait, cost: quickHold, costAt: t0}
+		if got := e.up(t0.Add(tc.want - 100*time.Millisecond)); got != 19.5 {
+			t.Errorf("patience %v: probed at %v before %v", tc.patience, got, tc.want)
+		}
+		if got := e.up(t0.Add(tc.want + 10*time.Millisecond)); got != 20 {
+			t.Errorf("patience %v: pace %v at %v, want the probe at 20", tc.patience, got, tc.want)
+		}
+	}
+}

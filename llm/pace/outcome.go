@@ -1,6 +1,9 @@
 package pace
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Result is what became of an attempt, as far as pacing cares.
 type Result int
@@ -109,7 +112,7 @@ func (ln *lane) admitted(p *Permit, now time.Time) {
 // refused handles a 429 and returns how long its request waits, never
 // less than its hint. One about requests pauses the whole lane for its
 // hint (the estimator's hold, with none, or with a one-second hint once a
-// pace has held, see coarse; no one, for noise the estimator's level
+// pace has held or was told, see coarse; no one, for noise the estimator's level
 // explains); one about tokens holds only its own request, since smaller ones
 // may still fit. A refusal the server's claim does not bear out teaches
 // the pace nothing; one at a concurrency cap (see concurrency) neither, and
@@ -131,7 +134,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	}
 	q.est.shown, q.est.fine = r.Told, o.FineHint
 	hint := o.Hint // what the lane's pause heeds
-	if coarse(hint) && !o.FineHint && q.est.good > 0 {
+	if coarse(hint) && !o.FineHint && (q.est.good > 0 || !math.IsInf(q.est.ceil, 1)) {
 		hint = 0 // see coarse
 	}
 	var hold, pause time.Duration
@@ -222,9 +225,12 @@ func (h *history) sum(now time.Time, period time.Duration) float64 {
 // it waits so long), but of a limit of many a second, little of when the
 // others may: a bucket, a GCRA or a sliding window has room again in a
 // fraction of it, and a second's pause of the whole lane is a second of
-// sending lost to each refusal. Once a pace has held, the lane pauses for
-// the estimator's own hold instead, its pace cut; a fixed window still
-// spent refuses the next request with a hint of its own. (Sparing the lane
+// sending lost to each refusal. Once a pace has held, or when the user
+// told the limit, the lane pauses for the estimator's own hold instead,
+// its pace cut; a fixed window still spent refuses the next request with
+// a hint of its own. (Told 20 a second, a sliding counter refuses the
+// first request of the second window by 19 ms; its Retry-After of 1 held
+// the lane a whole second, 3% of a 30 s run. Sparing the lane
 // as soon as there is any pace made token limits with no headers take up
 // to 3x in one run in three: the pauses were what held them back.)
 func coarse(hint time.Duration) bool { return hint == time.Second }

@@ -105,24 +105,28 @@ func lastUnsurePauses(t *testing.T, usual int, refused []int) bool {
 // request wait the whole second, never less; once a pace has held, the
 // others wait only the estimator's hold (a second's pause of the whole
 // lane per refusal costs a second of sending where a bucket or a sliding
-// window has room again much sooner); before, the whole second.
+// window has room again much sooner); so too when told the limit, the
+// pace known from the start; before, the whole second.
 func TestWholeSecondHint(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		held      bool // a pace has held
+		rpm       int  // told
 		hint      time.Duration
 		fine      bool // told finer than whole seconds
 		wantPause time.Duration
 	}{
-		{"a pace held, a whole second", true, time.Second, false, 250 * time.Millisecond},
-		{"no pace held yet", false, time.Second, false, time.Second},
-		{"a pace held, a finer hint", true, 700 * time.Millisecond, false, 700 * time.Millisecond},
-		{"a pace held, several seconds", true, 3 * time.Second, false, 3 * time.Second},
-		{"a pace held, a second told finely (X-Retry-In: 1s): a second", true, time.Second, true, time.Second},
+		{"a pace held, a whole second", true, 0, time.Second, false, 250 * time.Millisecond},
+		{"no pace held yet", false, 0, time.Second, false, time.Second},
+		{"told the limit, no pace held yet", false, 1200, time.Second, false, 250 * time.Millisecond},
+		{"told the limit, several seconds", false, 1200, 3 * time.Second, false, 3 * time.Second},
+		{"a pace held, a finer hint", true, 0, 700 * time.Millisecond, false, 700 * time.Millisecond},
+		{"a pace held, several seconds", true, 0, 3 * time.Second, false, 3 * time.Second},
+		{"a pace held, a second told finely (X-Retry-In: 1s): a second", true, 0, time.Second, true, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := New(Config{Adapt: true, Concurrency: 8})
+				l := New(Config{Adapt: true, Concurrency: 8, RPM: tc.rpm})
 				ln := l.lane("m")
 				if tc.held {
 					ln.mu.Lock()

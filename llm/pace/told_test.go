@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// TestEstimatorToldFirstCut: told the limit, the first cut at it goes a
-// twentieth under it, although answers slower than the window make what was
+// TestEstimatorToldFirstCut: told the limit, the first cut at it goes
+// 2.5% under it, near enough to be settled (the next step up a probe at
+// it), although answers slower than the window make what was
 // admitted look less; refused again before a span holds, the cut is
 // measured.
 func TestEstimatorToldFirstCut(t *testing.T) {
@@ -26,8 +27,8 @@ func TestEstimatorToldFirstCut(t *testing.T) {
 		e.refused(at(149*time.Second), at(s), 2*told, 0)
 	}
 	e.tick(at(150 * time.Second)) // the hold is over: decided
-	if want := toldCut * told; e.pace() != want {
-		t.Fatalf("pace after the first cut at the told limit = %v, want a twentieth under it, %v", e.pace(), want)
+	if want := 0.975 * told; math.Abs(e.pace()-want) > 1e-9 || e.pace() < nearBad*e.bad {
+		t.Fatalf("pace after the first cut at the told limit = %v (refused %v), want 2.5%% under it, %v, settled", e.pace(), e.bad, want)
 	}
 	// Refused again at once: measured, well under.
 	for i := range 20 {
