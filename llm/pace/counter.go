@@ -252,3 +252,4 @@ func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	half := w.period / 2
 	return w.reset.Add(-half + time.Duration(float64(half)*min(1, n/w.base+0.1))), true
 }
+

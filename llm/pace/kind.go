@@ -27,7 +27,7 @@ func (w *window) resolution() time.Duration {
 // A window whose resets are told too coarsely for its period (whole
 // seconds of a 1 s window) is not taken for a wall: its ends are not known
 // well enough.
-func (w *window) stand(reset, sentAt time.Time) {
+func (w *window) stand(r Reading, reset, sentAt time.Time) {
 	tol := w.resolution()
 	switch d := reset.Sub(w.reset); {
 	case w.reset.IsZero():
@@ -35,7 +35,7 @@ func (w *window) stand(reset, sentAt time.Time) {
 	case d.Abs() <= tol:
 		w.stood = w.stood || sentAt.Sub(w.from) >= tol
 	default:
-		if w.stood && d > 0 {
+		if d > 0 && (w.stood || w.unlikeLog(r, d, sentAt)) {
 			// Its end must be known well within a period to be of use.
 			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period && w.ctr.length == 0
 			if sentAt.Before(w.reset.Add(-w.guard())) {
@@ -47,6 +47,23 @@ func (w *window) stand(reset, sentAt time.Time) {
 		}
 		w.stood, w.from = false, sentAt
 	}
+}
+
+// unlikeLog reports whether a reset that moved on by d, from one told
+// only by requests sent at one instant (so not seen to stand), moved as no
+// sliding log's does: from a reading of room left to one of room left
+// whose reset is short of the longest seen, by other than the time between
+// their sends. A log's reset is when its newest unit leaves: a request it
+// admits is that unit, its reset the whole length, and it moves by the
+// time since the one before. A counter's sends a window holds go at one
+// instant, where room comes back (its resets never stand for them), and
+// its resets are ends of fixed windows: told 1.46 s and 1.96 s to bursts
+// 1.5 s apart, the end moved by its length, 1 s. Not so taken, a counter of
+// 1 s answered 1.5 s late was followed as a log of 2 s for whole runs,
+// half its rate sent (1.8x).
+func (w *window) unlikeLog(r Reading, d time.Duration, sentAt time.Time) bool {
+	tol := w.resolution()
+	return r.Left > 0 && r.Reset < w.period-tol && (d-sentAt.Sub(w.at)).Abs() > tol
 }
 
 // beyond tells a sliding counter by a reset beyond the window's told

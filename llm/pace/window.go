@@ -118,7 +118,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.fine = w.ctr.note(r.Reset)
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
-	w.stand(reset, sentAt)
+	w.stand(r, reset, sentAt)
 	w.beyond(r)
 	w.period = max(w.period, r.Reset, r.Window)
 	inWindow := w.log.countAt(sentAt.Add(-w.span()))

@@ -1,0 +1,57 @@
+package pace
+
+import (
+	"testing"
+	"time"
+)
+
+// TestCounterOfBursts: a counter whose sends go in bursts at one instant
+// (where a log of twice its length would give room back), so that its
+// resets are never seen to stand, is told by its ends moving on by its
+// length, twice alike, from readings of room left whose resets are short
+// of the longest seen, by other than the time between the bursts; a
+// sliding log and a fixed window of 2 s, sent the same bursts, are not.
+func TestCounterOfBursts(t *testing.T) {
+	ms := time.Millisecond
+	bursts := []time.Duration{2025 * ms, 4039 * ms, 6040 * ms, 8039 * ms, 9539 * ms, 10040 * ms, 11540 * ms}
+	follow := func(reset func(sent time.Duration) time.Duration, left func(i int) int) *window {
+		var w window
+		seq := 0.0
+		for _, b := range bursts {
+			for i := range 4 { // sent at one instant, answered in any order
+				seq++
+				w.sent(at(b), seq)
+				w.read(Reading{Told: true, Limit: 20, Left: left(i), Reset: reset(b)}, at(b), at(b+1500*ms), seq)
+			}
+		}
+		return &w
+	}
+	counter := func(sent time.Duration) time.Duration { return sent.Truncate(time.Second) + 2*time.Second - sent }
+	if w := follow(counter, func(i int) int { return 12 - 3*i }); w.ctr.length != time.Second {
+		t.Errorf("a counter of 1 s sent bursts: counter of %v, want 1s", w.ctr.length)
+	}
+	log := func(time.Duration) time.Duration { return 2 * time.Second }
+	if w := follow(log, func(i int) int { return 12 - 3*i }); w.ctr.length != 0 {
+		t.Errorf("a sliding log of 2 s sent bursts: a counter of %v", w.ctr.length)
+	}
+	// A refusal (too big, room left) half a second after each burst: a
+	// log's reset is then when its newest unit leaves, sooner than the
+	// length.
+	var w window
+	seq := 0.0
+	for _, b := range bursts {
+		seq++
+		w.sent(at(b), seq)
+		w.read(Reading{Told: true, Limit: 20, Left: 8, Reset: 2 * time.Second}, at(b), at(b+1500*ms), seq)
+		w.sent(at(b+500*ms), seq+1)
+		w.read(Reading{Told: true, Limit: 20, Left: 5, Reset: 1500 * ms}, at(b+500*ms), at(b+510*ms), seq+1)
+	}
+	if w.ctr.length != 0 {
+		t.Errorf("a sliding log of 2 s refusing some: a counter of %v", w.ctr.length)
+	}
+	wall := func(sent time.Duration) time.Duration { return sent.Truncate(2*time.Second) + 2*time.Second - sent }
+	if w := follow(wall, func(i int) int { return 12 - 3*i }); w.ctr.length != 0 {
+		t.Errorf("a fixed window of 2 s sent bursts: a counter of %v", w.ctr.length)
+	}
+}
+
