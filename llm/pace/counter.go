@@ -253,3 +253,18 @@ func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	return w.reset.Add(-half + time.Duration(float64(half)*min(1, n/w.base+0.1))), true
 }
 
+// reprobe lets probes go again once the longest reset seen has grown by a
+// quarter past what it was when the last one went, reset a reading's: a
+// probe tests a counter of half of it, and one so much longer is another
+// guess. The one probe of a counter's opening went when its resets had
+// reached 1.5 s; at 2 s (a counter of 1 s, answered 1.5 s late), its
+// sends gathered every 2 s at one instant, where a log of 2 s or a fixed
+// window of 2 s gives its room back, and only a probe in between shows it.
+func (w *window) reprobe(reset time.Duration) {
+	if w.probes > 0 && w.probed == 0 {
+		w.probed = w.period // no reading came in since it went
+	}
+	if w.probed > 0 && 4*reset > 5*w.probed {
+		w.probes, w.probed = 0, 0
+	}
+}

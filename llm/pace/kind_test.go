@@ -55,3 +55,22 @@ func TestCounterOfBursts(t *testing.T) {
 	}
 }
 
+// TestReprobe: a window that has taken its probe lets another go once its
+// longest reset has grown by a quarter past what it was then (a counter of
+// half of it is another guess), not before.
+func TestReprobe(t *testing.T) {
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		reset time.Duration
+		want  bool
+	}{{1600 * ms, false}, {2 * time.Second, true}} {
+		var w window
+		w.sent(at(0), 20)
+		w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: 1500 * ms}, at(0), at(10*ms), 20)
+		w.probes++ // it went, and was admitted
+		w.read(Reading{Told: true, Limit: 20, Left: 0, Reset: tt.reset}, at(500*ms), at(510*ms), 20)
+		if _, ok := w.probeAt(at(600*ms), 1); ok != tt.want {
+			t.Errorf("after a probe at resets of 1.5 s, one of %v: another may go %v, want %v", tt.reset, ok, tt.want)
+		}
+	}
+}
