@@ -53,7 +53,9 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 // only by requests sent at one instant (so not seen to stand), moved as no
 // sliding log's does: from a reading of room left to one of room left
 // whose reset is short of the longest seen, by other than the time between
-// their sends. A log's reset is when its newest unit leaves: a request it
+// their sends, and by half the longest reset at least (a counter's resets
+// reach two lengths at most), in a window not known to be a bucket (whose
+// reset moves by what each request takes). A log's reset is when its newest unit leaves: a request it
 // admits is that unit, its reset the whole length, and it moves by the
 // time since the one before. A counter's sends a window holds go at one
 // instant, where room comes back (its resets never stand for them), and
@@ -63,7 +65,7 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 // half its rate sent (1.8x).
 func (w *window) unlikeLog(r Reading, d time.Duration, sentAt time.Time) bool {
 	tol := w.resolution()
-	return r.Left > 0 && r.Reset < w.period-tol && (d-sentAt.Sub(w.at)).Abs() > tol
+	return w.refill == 0 && r.Left > 0 && r.Reset < w.period-tol && 2*d >= w.period-tol && (d-sentAt.Sub(w.at)).Abs() > tol
 }
 
 // beyond tells a sliding counter by a reset beyond the window's told

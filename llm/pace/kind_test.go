@@ -49,6 +49,19 @@ func TestCounterOfBursts(t *testing.T) {
 	if w.ctr.length != 0 {
 		t.Errorf("a sliding log of 2 s refusing some: a counter of %v", w.ctr.length)
 	}
+	// A bucket of 20 filling faster than it is taken from, sent bursts a
+	// quarter second apart: its time to full moves by 200 ms each, no log's
+	// move, nor a counter's (half its longest reset, 1 s, at least).
+	var bucket window
+	bucket.read(Reading{Told: true, Limit: 20, Left: 0, Reset: time.Second}, at(0), at(1500*ms), 20)
+	for k := range 5 {
+		sent := time.Duration(k+1) * 250 * ms
+		bucket.sent(at(sent), float64(21+k))
+		bucket.read(Reading{Told: true, Limit: 20, Left: 10 + k, Reset: time.Duration(451-50*k) * ms}, at(sent), at(sent+1500*ms), float64(21+k))
+	}
+	if bucket.ctr.length != 0 {
+		t.Errorf("a bucket sent bursts: a counter of %v", bucket.ctr.length)
+	}
 	wall := func(sent time.Duration) time.Duration { return sent.Truncate(2*time.Second) + 2*time.Second - sent }
 	if w := follow(wall, func(i int) int { return 12 - 3*i }); w.ctr.length != 0 {
 		t.Errorf("a fixed window of 2 s sent bursts: a counter of %v", w.ctr.length)
