@@ -40,6 +40,7 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period && w.ctr.length == 0
 			if sentAt.Before(w.reset.Add(-w.guard())) {
 				w.ctr.move(d, sentAt.Sub(w.from), tol, reset)
+				w.halved(r, d)
 			}
 			if w.ctr.length > 0 {
 				w.refill = 0
@@ -66,6 +67,27 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 func (w *window) unlikeLog(r Reading, d time.Duration, sentAt time.Time) bool {
 	tol := w.resolution()
 	return w.refill == 0 && r.Left > 0 && r.Reset < w.period-tol && 2*d >= w.period-tol && (d-sentAt.Sub(w.at)).Abs() > tol
+}
+
+// halved tells a counter by one move of its reset, d before it was
+// reached, once a probe went (see roomOrProbe): a probe tests a counter of
+// half the longest reset seen, and such a counter, admitting it, tells a
+// reset between that half and the whole, at the end of the window after
+// the probe's, half the longest reset on from the end held. A log would not
+// have admitted it (its reset would be its whole length), a fixed window's
+// end does not move before it is reached, a bucket's moves by what it
+// takes. Waiting for a second move left a token counter of a minute,
+// filled in its first half second and probed at 66 s, followed as a log
+// of 2 minutes until 120 s, nothing sent meanwhile.
+func (w *window) halved(r Reading, d time.Duration) {
+	// The end held may lack the guard (none before a period was seen).
+	tol, half := w.resolution(), w.period/2
+	if w.ctr.length == 0 && w.refill == 0 && w.probes > 0 && r.Left > 0 && (d-half).Abs() <= tol+w.guard() && r.Reset > half+tol && r.Reset <= w.period+tol {
+		w.ctr.length = d
+		if (d - w.guard() - half).Abs() < (d - half).Abs() {
+			w.ctr.length = d - w.guard()
+		}
+	}
 }
 
 // beyond tells a sliding counter by a reset beyond the window's told
@@ -119,6 +141,27 @@ func (w *window) older(r Reading, sentAt time.Time) {
 	w.ctr.length, w.refill = l, 0
 	reset := w.reset.Sub(w.at) - w.guard()
 	w.ctr.read(&w.log, w.base-w.left, w.at, reset, w.seq, false, w.guard())
+}
+
+// behind takes from r, the reading of a request sent before the one held,
+// what it tells of the window's kind besides (see older): its reset is one
+// the server gives (the longest seen grows by it), and one at the end held
+// tells that end stood since its request went. A counter's opening fills
+// its first window at once; the last of those sends is refused and
+// answered first (at once, the others after their latency), so the end
+// held was not seen to stand, its period was short of twice the length by
+// the time from the first send to the last, and an admitted probe's move
+// by half of it (see halved) was not taken: a token counter of a minute,
+// answered 90 s late, stayed unknown till 210-420 s of a 420 s run.
+func (w *window) behind(r Reading, sentAt time.Time) {
+	if !r.Told || r.Reset <= 0 || w.reset.IsZero() {
+		return
+	}
+	w.period = max(w.period, r.Reset, r.Window)
+	tol := w.resolution()
+	if d := sentAt.Add(r.Reset).Sub(w.reset); d <= tol && d >= -tol-w.guard() && w.from.Sub(sentAt) >= tol {
+		w.stood, w.from = true, sentAt
+	}
 }
 
 // judge tells a bucket by how the reset moved since the reading held: a

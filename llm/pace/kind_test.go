@@ -87,3 +87,34 @@ func TestReprobe(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterOfProbe: a counter of a minute, its first window filled in
+// its first second (the last send refused, answered at once, the admitted
+// ones 90 s later), is told by one admitted probe: the reset it tells is
+// at the end of the window after its own, half the longest reset on from
+// the end held, which the older readings show stood since the first send.
+// A log of 2 minutes admitting the probe is not a counter.
+func TestCounterOfProbe(t *testing.T) {
+	ms, s := time.Millisecond, time.Second
+	follow := func(probe Reading) *window {
+		var w window
+		for i := range 4 {
+			w.sent(at(time.Duration(i)*250*ms), float64(3000*(i+1)))
+		}
+		w.read(Reading{Told: true, Limit: 12000, Left: 0, Reset: 119250 * ms}, at(750*ms), at(760*ms), 12000)
+		for i := range 3 {
+			sent := time.Duration(i) * 250 * ms
+			w.read(Reading{Told: true, Limit: 12000, Left: 12000 - 3000*(i+1), Reset: 120*s - sent}, at(sent), at(sent+90*s), float64(3000*(i+1)))
+		}
+		w.probes++ // it went at 66.6 s
+		w.sent(at(66600*ms), 12055)
+		w.read(probe, at(66600*ms), at(156600*ms), 12055)
+		return &w
+	}
+	if w := follow(Reading{Told: true, Limit: 12000, Left: 13, Reset: 180*s - 66600*ms}); w.ctr.length != time.Minute {
+		t.Errorf("a counter of a minute admitting a probe: counter of %v, want 1m0s", w.ctr.length)
+	}
+	if w := follow(Reading{Told: true, Limit: 12000, Left: 13, Reset: 120 * s}); w.ctr.length != 0 {
+		t.Errorf("a log of 2 minutes admitting a probe: counter of %v", w.ctr.length)
+	}
+}

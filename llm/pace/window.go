@@ -97,6 +97,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.many = w.many || r.Several
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		w.older(r, sentAt)
+		w.behind(r, sentAt)
 		return
 	}
 	if sentAt.Equal(w.at) && !w.reset.IsZero() && !w.rolled(r, sentAt) {
