@@ -16,7 +16,9 @@ import (
 // anything it says when the count will be 0, the end of the next window,
 // so the reset stands still through a fixed window and moves on by the
 // length before it is reached; moved alike twice, it is taken for a
-// counter (told its length, or a rate that gives it, sooner: see beyond).
+// counter (told its length, or a rate that gives it, sooner: see beyond;
+// from sends at one instant, see unlikeLog; by an admitted probe, see
+// halved).
 // From then on the tracker counts as the server does: the lane's
 // own units by the fixed windows' ends (a reset is one), and what the
 // server counted besides (other clients', refusals it counts) as sent in
@@ -236,7 +238,8 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 // sends it lets resume show the rest; more would only risk refusals (with
 // answers jittered on their way a counter's resets may never be seen to
 // stand, and a probe went about every second until one was refused), and
-// at a penalty box a refused one costs a ban.
+// at a penalty box a refused one costs a ban. (Once the longest reset has
+// grown by a quarter, it may take another: see reprobe.)
 const maxProbes = 1
 
 // probeAt is when n units may go to probe (see roomOrProbe): as far into
