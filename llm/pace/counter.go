@@ -16,7 +16,9 @@ import (
 // anything it says when the count will be 0, the end of the next window,
 // so the reset stands still through a fixed window and moves on by the
 // length before it is reached; moved alike twice, it is taken for a
-// counter (told its length, or a rate that gives it, sooner: see beyond).
+// counter (told its length, or a rate that gives it, sooner: see beyond;
+// from sends at one instant, see unlikeLog; by an admitted probe, see
+// halved).
 // From then on the tracker counts as the server does: the lane's
 // own units by the fixed windows' ends (a reset is one), and what the
 // server counted besides (other clients', refusals it counts) as sent in
@@ -236,7 +238,8 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 // sends it lets resume show the rest; more would only risk refusals (with
 // answers jittered on their way a counter's resets may never be seen to
 // stand, and a probe went about every second until one was refused), and
-// at a penalty box a refused one costs a ban.
+// at a penalty box a refused one costs a ban. (Once the longest reset has
+// grown by a quarter, it may take another: see reprobe.)
 const maxProbes = 1
 
 // probeAt is when n units may go to probe (see roomOrProbe): as far into
@@ -251,4 +254,20 @@ func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	}
 	half := w.period / 2
 	return w.reset.Add(-half + time.Duration(float64(half)*min(1, n/w.base+0.1))), true
+}
+
+// reprobe lets probes go again once the longest reset seen has grown by a
+// quarter past what it was when the last one went, reset a reading's: a
+// probe tests a counter of half of it, and one so much longer is another
+// guess. The one probe of a counter's opening went when its resets had
+// reached 1.5 s; at 2 s (a counter of 1 s, answered 1.5 s late), its
+// sends gathered every 2 s at one instant, where a log of 2 s or a fixed
+// window of 2 s gives its room back, and only a probe in between shows it.
+func (w *window) reprobe(reset time.Duration) {
+	if w.probes > 0 && w.probed == 0 {
+		w.probed = w.period // no reading came in since it went
+	}
+	if w.probed > 0 && 4*reset > 5*w.probed {
+		w.probes, w.probed = 0, 0
+	}
 }

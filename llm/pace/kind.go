@@ -27,7 +27,7 @@ func (w *window) resolution() time.Duration {
 // A window whose resets are told too coarsely for its period (whole
 // seconds of a 1 s window) is not taken for a wall: its ends are not known
 // well enough.
-func (w *window) stand(reset, sentAt time.Time) {
+func (w *window) stand(r Reading, reset, sentAt time.Time) {
 	tol := w.resolution()
 	switch d := reset.Sub(w.reset); {
 	case w.reset.IsZero():
@@ -35,17 +35,58 @@ func (w *window) stand(reset, sentAt time.Time) {
 	case d.Abs() <= tol:
 		w.stood = w.stood || sentAt.Sub(w.from) >= tol
 	default:
-		if w.stood && d > 0 {
+		if d > 0 && (w.stood || w.unlikeLog(r, d, sentAt)) {
 			// Its end must be known well within a period to be of use.
 			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period && w.ctr.length == 0
 			if sentAt.Before(w.reset.Add(-w.guard())) {
 				w.ctr.move(d, sentAt.Sub(w.from), tol, reset)
+				w.halved(r, d)
 			}
 			if w.ctr.length > 0 {
 				w.refill = 0
 			}
 		}
 		w.stood, w.from = false, sentAt
+	}
+}
+
+// unlikeLog reports whether a reset that moved on by d, from one told
+// only by requests sent at one instant (so not seen to stand), moved as no
+// sliding log's does: from a reading of room left to one of room left
+// whose reset is short of the longest seen, by other than the time between
+// their sends, and by half the longest reset at least (a counter's resets
+// reach two lengths at most), in a window not known to be a bucket (whose
+// reset moves by what each request takes). A log's reset is when its newest unit leaves: a request it
+// admits is that unit, its reset the whole length, and it moves by the
+// time since the one before. A counter's sends a window holds go at one
+// instant, where room comes back (its resets never stand for them), and
+// its resets are ends of fixed windows: told 1.46 s and 1.96 s to bursts
+// 1.5 s apart, the end moved by its length, 1 s. Not so taken, a counter of
+// 1 s answered 1.5 s late was followed as a log of 2 s for whole runs,
+// half its rate sent (1.8x).
+func (w *window) unlikeLog(r Reading, d time.Duration, sentAt time.Time) bool {
+	tol := w.resolution()
+	return w.refill == 0 && r.Left > 0 && r.Reset < w.period-tol && 2*d >= w.period-tol && (d-sentAt.Sub(w.at)).Abs() > tol
+}
+
+// halved tells a counter by one move of its reset, d before it was
+// reached, once a probe went (see roomOrProbe): a probe tests a counter of
+// half the longest reset seen, and such a counter, admitting it, tells a
+// reset between that half and the whole, at the end of the window after
+// the probe's, half the longest reset on from the end held. A log would not
+// have admitted it (its reset would be its whole length), a fixed window's
+// end does not move before it is reached, a bucket's moves by what it
+// takes. Waiting for a second move left a token counter of a minute,
+// filled in its first half second and probed at 66 s, followed as a log
+// of 2 minutes until 120 s, nothing sent meanwhile.
+func (w *window) halved(r Reading, d time.Duration) {
+	// The end held may lack the guard (none before a period was seen).
+	tol, half := w.resolution(), w.period/2
+	if w.ctr.length == 0 && w.refill == 0 && w.probes > 0 && r.Left > 0 && (d-half).Abs() <= tol+w.guard() && r.Reset > half+tol && r.Reset <= w.period+tol {
+		w.ctr.length = d
+		if (d - w.guard() - half).Abs() < (d - half).Abs() {
+			w.ctr.length = d - w.guard()
+		}
 	}
 }
 
@@ -100,6 +141,27 @@ func (w *window) older(r Reading, sentAt time.Time) {
 	w.ctr.length, w.refill = l, 0
 	reset := w.reset.Sub(w.at) - w.guard()
 	w.ctr.read(&w.log, w.base-w.left, w.at, reset, w.seq, false, w.guard())
+}
+
+// behind takes from r, the reading of a request sent before the one held,
+// what it tells of the window's kind besides (see older): its reset is one
+// the server gives (the longest seen grows by it), and one at the end held
+// tells that end stood since its request went. A counter's opening fills
+// its first window at once; the last of those sends is refused and
+// answered first (at once, the others after their latency), so the end
+// held was not seen to stand, its period was short of twice the length by
+// the time from the first send to the last, and an admitted probe's move
+// by half of it (see halved) was not taken: a token counter of a minute,
+// answered 90 s late, stayed unknown till 210-420 s of a 420 s run.
+func (w *window) behind(r Reading, sentAt time.Time) {
+	if !r.Told || r.Reset <= 0 || w.reset.IsZero() {
+		return
+	}
+	w.period = max(w.period, r.Reset, r.Window)
+	tol := w.resolution()
+	if d := sentAt.Add(r.Reset).Sub(w.reset); d <= tol && d >= -tol-w.guard() && w.from.Sub(sentAt) >= tol {
+		w.stood, w.from = true, sentAt
+	}
 }
 
 // judge tells a bucket by how the reset moved since the reading held: a

@@ -55,6 +55,7 @@ type window struct {
 	length time.Duration // the window's length, when told; 0 otherwise
 	ctr    counter       // a sliding counter's, once its resets tell it is one
 	probes int           // requests sent to see whether room came back (see roomOrProbe)
+	probed time.Duration // the longest reset seen when the last of them went
 	told   float64       // the rate the user told, units a second; 0: none
 	log    sendLog       // what the lane sent, when
 	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
@@ -96,6 +97,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.many = w.many || r.Several
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		w.older(r, sentAt)
+		w.behind(r, sentAt)
 		return
 	}
 	if sentAt.Equal(w.at) && !w.reset.IsZero() && !w.rolled(r, sentAt) {
@@ -118,8 +120,9 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.fine = w.ctr.note(r.Reset)
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
-	w.stand(reset, sentAt)
+	w.stand(r, reset, sentAt)
 	w.beyond(r)
+	w.reprobe(r.Reset)
 	w.period = max(w.period, r.Reset, r.Window)
 	inWindow := w.log.countAt(sentAt.Add(-w.span()))
 	used := seq - inWindow // not told: what the lane sent in the window
