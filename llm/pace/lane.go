@@ -38,6 +38,7 @@ type quantity struct {
 	shown float64 // the pace last logged
 	// filled: a told window's worth has gone into lim, once (see sync).
 	filled bool
+	minute float64 // tokens: the told limit a minute less the margin, which no minute of sends passes (see inMinute); 0: untold
 }
 
 func newLane(l *Limiter, model string) *lane {
@@ -48,6 +49,7 @@ func newLane(l *Limiter, model string) *lane {
 	ln.gate.policy = newConcurrency(l.cfg.Concurrency, l.cfg.Adapt && l.cfg.RPM <= 0, now)
 	ln.req.win.told = float64(l.cfg.RPM) / 60
 	ln.tok.win.told = float64(l.cfg.TPM) / 60
+	ln.tok.minute = perMinute(l.ceiling(l.cfg.TPM))
 	ln.req.sync(now, 1)
 	ln.tok.sync(now, 0)
 	return ln
@@ -208,6 +210,9 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 		okS, dS = ln.tok.inSecond(now, t.tokens, held, kept)
 		// Held by the second's own sends alone: the pace was reached.
 		ln.tok.est.ep.pressed = ln.tok.est.ep.pressed || !okS && okT && okR && kept == 0 && held == 0
+		if ok, d := ln.tok.inMinute(now, t.tokens, held, kept); !ok {
+			okS, dS = false, max(dS, d)
+		}
 		if held > 0 && !(okT && okS) {
 			ln.stepAside(ahead)
 		}

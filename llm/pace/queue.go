@@ -135,6 +135,9 @@ func (ln *lane) fitsBeside(now time.Time, n, held, kept float64) bool {
 	if ok, _ := ln.tok.win.room(now, ln.tok.count, n, kept+held); !ok {
 		return false
 	}
+	if ok, _ := ln.tok.inMinute(now, n, held, kept); !ok {
+		return false
+	}
 	ok, _ := ln.tok.inSecond(now, n, held, kept)
 	return ok
 }

@@ -114,3 +114,46 @@ func (q *quantity) ownSecond() time.Duration {
 func (q *quantity) secondsWorth() float64 {
 	return float64(q.lim.Limit()) * q.ownSecond().Seconds()
 }
+
+// The told minute. A told limit L a minute is the server's promise: in
+// any minute it admits L, whatever its window. The pace alone does not
+// keep to it: a prompt longer than a second of the pace goes as soon as
+// the rate.Limiter holds its burst, the rest taken as a debt that later
+// sends wait out, so in the opening (the limiter empty, no reading back
+// yet) the sends of the first t seconds are the pace's t seconds' worth
+// and the debt of the last long prompt: told 12,000 tokens a minute
+// (paced at 11,650 by the 3% margin), with answers slower than the
+// minute, the first 57 s saw 13.7k, and the server's minute refused one.
+// So no minute of the lane's own send log holds more than L less the
+// margin, whatever the pace lets through. Less the margin, not L: a
+// sliding counter weighs the minute before by how much of it is still in
+// its window, and the opening's short prompts, sent before the long ones,
+// weighed more there than they were (told L, it refused one at 68 s).
+// Once the headers show the told window (see toldWindow), a bucket or a
+// fixed window, the tracker follows it (see keptBySecond): a bucket
+// starting full, or a window's worth on either side of a wall, pass L in
+// a minute as the server allows, and held to the own minute, the sends to
+// a fixed minute whose wall was not made out spread as if it slid (one
+// run in six at the even pace, 1.10x the time it allows, not 0.91x). The
+// request pace takes no debts (one unit at a time, a quarter second ahead
+// at most): no minute of it passes the pace's worth and one.
+
+// inMinute reports whether n tokens fit q's told minute (see above)
+// besides held and kept (units that go, or are kept to go, before them),
+// and when not, how long until they might. A request bigger than L goes
+// when the minute holds nothing else.
+func (q *quantity) inMinute(now time.Time, n, held, kept float64) (ok bool, wait time.Duration) {
+	if _, followed := q.toldWindow(); followed || q.minute <= 0 || n <= 0 || q.win.refill > 0 || q.win.wall {
+		return true, 0
+	}
+	most := max(q.minute, n)
+	used := q.count - q.win.log.countAt(now.Add(-time.Minute))
+	if used+held+kept+n <= most {
+		return true, 0
+	}
+	at, found := q.win.log.reaching(q.count - (most - held - kept - n))
+	if !found {
+		return false, time.Minute
+	}
+	return false, max(at.Add(time.Minute).Sub(now), time.Millisecond)
+}

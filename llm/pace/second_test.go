@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -198,6 +199,65 @@ func TestDebtBeyondASecond(t *testing.T) {
 		p.Done(Outcome{Result: Admitted})
 		if d := time.Since(start); d != 0 {
 			t.Errorf("300 went after %v, want at once: the second is empty, the debt within two seconds' worth", d)
+		}
+	})
+}
+
+// TestToldMinuteHoldsDebts: told 12,000 tokens a minute (paced at 11,650
+// by a 3% margin) with answers slower than the minute, so that no reading
+// comes back, no minute of sends holds more than the told limit less the
+// margin. The pace alone let a long prompt go as soon as the limiter held
+// its burst, its rest a debt: the first 57 s saw 13.7k, as the zoo's told
+// minute cells did (one refusal in 120).
+func TestToldMinuteHoldsDebts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 12_000, Margin: 0.03, Concurrency: 32, Adapt: true})
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		var sizes []int
+		next := 0
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				for {
+					mu.Lock()
+					i := next
+					next++
+					mu.Unlock()
+					if i >= 64 {
+						return
+					}
+					n := 20 + i*53%90
+					if i%8 == 7 {
+						n = 2500 + i*37%1000
+					}
+					p, err := l.Acquire(t.Context(), "m", n)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					at, sizes = append(at, time.Since(start)), append(sizes, n)
+					mu.Unlock()
+					time.Sleep(90 * time.Second)
+					p.Done(Outcome{Result: Admitted})
+				}
+			})
+		}
+		wg.Wait()
+		most := 0
+		for i := range at {
+			sum := 0
+			for j := range at {
+				if at[j] <= at[i] && at[j] > at[i]-time.Minute {
+					sum += sizes[j]
+				}
+			}
+			most = max(most, sum)
+		}
+		if most > 11_650 {
+			t.Errorf("a minute of sends held %d tokens; want 11,650 at most", most)
 		}
 	})
 }

@@ -86,3 +86,46 @@ func TestToldMinuteBesideASecond(t *testing.T) {
 		}
 	})
 }
+
+// TestInMinute: the told minute (second.go) waits for the sends that
+// leave it, counts the room kept, and is left to the tracker once the
+// headers show a window it follows.
+func TestInMinute(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	order := []time.Duration{0, 200 * time.Millisecond, 400 * time.Millisecond}
+	sends := map[time.Duration]float64{0: 300, 200 * time.Millisecond: 300, 400 * time.Millisecond: 300}
+	now := t0.Add(30 * time.Second)
+	for _, tc := range []struct {
+		name           string
+		n, kept, limit float64
+		ok             bool
+		wait           time.Duration
+		kind           string // what the headers showed: "bucket", "wall", "told" (the told window); "": nothing
+	}{
+		{name: "fits what the minute has left", n: 100, limit: 1000, ok: true},
+		{name: "waits for the first send to leave the minute", n: 350, limit: 1000, wait: 30 * time.Second},
+		{name: "besides the room kept: for the second", n: 50, kept: 400, limit: 1000, wait: 30200 * time.Millisecond},
+		{name: "bigger than the limit: when the minute is empty", n: 1500, limit: 1000, wait: 30400 * time.Millisecond},
+		{name: "untold", n: 350, ok: true},
+		{name: "a bucket's server: the tracker follows it", n: 350, limit: 1000, ok: true, kind: "bucket"},
+		{name: "a fixed window's: the tracker follows it", n: 350, limit: 1000, ok: true, kind: "wall"},
+		{name: "the told window shown: the tracker follows it", n: 350, limit: 1000, ok: true, kind: "told"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := secondAt(t0, sends, order)
+			q.minute = tc.limit
+			switch tc.kind {
+			case "bucket":
+				q.win.refill = 1000.0 / 60
+			case "wall":
+				q.win.wall = true
+			case "told":
+				q.win.told, q.win.limit, q.win.period, q.win.length = 1000.0/60, 1000, time.Minute, time.Minute
+			}
+			ok, wait := q.inMinute(now, tc.n, 0, tc.kept)
+			if ok != tc.ok || (!ok && wait != tc.wait) {
+				t.Errorf("inMinute(%v, kept %v) = %v, %v; want %v, %v", tc.n, tc.kept, ok, wait, tc.ok, tc.wait)
+			}
+		})
+	}
+}
