@@ -62,8 +62,13 @@ func TestTokenScale(t *testing.T) {
 	if got := s.apply("m", 0, 0); got != 0 {
 		t.Errorf("no estimate: %d, want 0", got)
 	}
+	before := s.factor("m")
 	s.learn("m", 0, 10) // says nothing
 	s.learn("m", 10, 0)
+	s.learn("m", -10, 10)
+	if f := s.factor("m"); f != before {
+		t.Errorf("answers with no estimate or no usage moved the scale from %.3f to %.3f", before, f)
+	}
 }
 
 // TestTokenScaleConcurrent is for the race detector.

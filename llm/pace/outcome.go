@@ -134,8 +134,8 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	}
 	q.est.shown, q.est.fine = r.Told, o.FineHint
 	hint := o.Hint // what the lane's pause heeds
-	if coarse(hint) && !o.FineHint && (q.est.good > 0 || !math.IsInf(q.est.ceil, 1)) {
-		hint = 0 // see coarse
+	if coarse(hint) && !o.FineHint && q.est.adapt && (q.est.good > 0 || !math.IsInf(q.est.ceil, 1)) {
+		hint = 0 // see coarse; with no search there is no hold of the estimator's to pause for instead
 	}
 	var hold, pause time.Duration
 	capped := ln.capped(p, now, o)
@@ -226,7 +226,7 @@ func (h *history) sum(now time.Time, period time.Duration) float64 {
 // others may: a bucket, a GCRA or a sliding window has room again in a
 // fraction of it, and a second's pause of the whole lane is a second of
 // sending lost to each refusal. Once a pace has held, or when the user
-// told the limit, the lane pauses for the estimator's own hold instead,
+// told the limit and the search is on, the lane pauses for the estimator's own hold instead,
 // its pace cut; a fixed window still spent refuses the next request with
 // a hint of its own. (Told 20 a second, a sliding counter refuses the
 // first request of the second window by 19 ms; its Retry-After of 1 held

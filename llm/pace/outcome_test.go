@@ -106,7 +106,9 @@ func lastUnsurePauses(t *testing.T, usual int, refused []int) bool {
 // others wait only the estimator's hold (a second's pause of the whole
 // lane per refusal costs a second of sending where a bucket or a sliding
 // window has room again much sooner); so too when told the limit, the
-// pace known from the start; before, the whole second.
+// pace known from the start; before, the whole second. Told the limit
+// with no search (--adapt=false), there is no estimator's hold: the whole
+// second, as before.
 func TestWholeSecondHint(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -115,18 +117,20 @@ func TestWholeSecondHint(t *testing.T) {
 		hint      time.Duration
 		fine      bool // told finer than whole seconds
 		wantPause time.Duration
+		fixed     bool // Adapt off
 	}{
-		{"a pace held, a whole second", true, 0, time.Second, false, 250 * time.Millisecond},
-		{"no pace held yet", false, 0, time.Second, false, time.Second},
-		{"told the limit, no pace held yet", false, 1200, time.Second, false, 250 * time.Millisecond},
-		{"told the limit, several seconds", false, 1200, 3 * time.Second, false, 3 * time.Second},
-		{"a pace held, a finer hint", true, 0, 700 * time.Millisecond, false, 700 * time.Millisecond},
-		{"a pace held, several seconds", true, 0, 3 * time.Second, false, 3 * time.Second},
-		{"a pace held, a second told finely (X-Retry-In: 1s): a second", true, 0, time.Second, true, time.Second},
+		{"a pace held, a whole second", true, 0, time.Second, false, 250 * time.Millisecond, false},
+		{"no pace held yet", false, 0, time.Second, false, time.Second, false},
+		{"told the limit, no pace held yet", false, 1200, time.Second, false, 250 * time.Millisecond, false},
+		{"told the limit, several seconds", false, 1200, 3 * time.Second, false, 3 * time.Second, false},
+		{"a pace held, a finer hint", true, 0, 700 * time.Millisecond, false, 700 * time.Millisecond, false},
+		{"a pace held, several seconds", true, 0, 3 * time.Second, false, 3 * time.Second, false},
+		{"a pace held, a second told finely (X-Retry-In: 1s): a second", true, 0, time.Second, true, time.Second, false},
+		{"told the limit, no search: a second", false, 1200, time.Second, false, time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := New(Config{Adapt: true, Concurrency: 8, RPM: tc.rpm})
+				l := New(Config{Adapt: !tc.fixed, Concurrency: 8, RPM: tc.rpm})
 				ln := l.lane("m")
 				if tc.held {
 					ln.mu.Lock()

@@ -61,9 +61,13 @@ func (ln *lane) join(t *turn) {
 	ln.queue.set[t] = struct{}{}
 }
 
-// leave takes t out of the waiters, sent or given up. ln.mu is held.
+// leave takes t out of the waiters, sent or given up, and wakes those
+// that stepped aside: for t, it may be, as a waiter that fitted (a
+// cancelled one never passes, and they would sleep till their timers,
+// a window's span on a told window). ln.mu is held.
 func (ln *lane) leave(t *turn) {
 	delete(ln.queue.set, t)
+	t.passing = true // pass sees a change, whatever t was doing, and wakes
 	ln.pass(t, false)
 }
 

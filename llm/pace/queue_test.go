@@ -176,3 +176,27 @@ func TestPatience(t *testing.T) {
 		t.Error("not kept after two minutes of a minute's window")
 	}
 }
+
+// TestGivingUpWakesThoseAside: a waiter that stepped aside for a bigger
+// one that fits is woken when that one gives up (its ctx cancelled) before
+// it passed, not left to sleep till its timer.
+func TestGivingUpWakesThoseAside(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	now := t0.Add(time.Second)
+	ln, ts := queued(t0, 900, 300, 800)
+	ln.l.now = func() time.Time { return now }
+	if ok, _ := ln.fits(now, ts[0]); ok {
+		t.Fatal("300 did not step aside for the 800")
+	}
+	wake := ln.changed
+	ts[1].waiting = false // waitWindows returns ctx's error
+	ln.leave(ts[1])
+	select {
+	case <-wake:
+	default:
+		t.Error("the 800 gave up and the 300 that stepped aside for it was not woken")
+	}
+	if ok, _ := ln.fits(now, ts[0]); !ok {
+		t.Error("300 does not fit once the 800 gave up")
+	}
+}
