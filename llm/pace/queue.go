@@ -47,18 +47,48 @@ func (u *turn) before(t *turn) bool {
 
 // queue holds the lane's requests between asking for room and being sent.
 type queue struct {
-	set    map[*turn]struct{}
-	next   int64 // the seq of the next turn
-	aside  bool  // one waits for others to go first: a change of who passes wakes it
-	nudged bool  // the waiters were woken for a bigger one that fits, since that last change
+	set     map[*turn]struct{}
+	order   []*turn // the turns of set, the one that goes first (see before) first
+	passing float64 // the tokens of the turns of set that are passing
+	next    int64   // the seq of the next turn
+	aside   bool    // one waits for others to go first: a change of who passes wakes it
+	nudged  bool    // the waiters were woken for a bigger one that fits, since that last change
 }
 
-// join makes t one of the lane's waiters. ln.mu is held.
+// maxAhead is how many of the turns that go before a waiter it looks at,
+// biggest first, for room to leave them: with many workers, every wake
+// would otherwise cost each waiter a look at every bigger one, the square
+// of the waiters under the lane's mutex (a thousand waiters, a fifth of a
+// second a wake). Twice a run's usual few dozen workers: below that, all.
+const maxAhead = 64
+
+// join makes t one of the lane's waiters (again: nothing changes). ln.mu
+// is held.
 func (ln *lane) join(t *turn) {
-	if ln.queue.set == nil {
-		ln.queue.set = map[*turn]struct{}{}
+	q := &ln.queue
+	if _, in := q.set[t]; in {
+		return
 	}
-	ln.queue.set[t] = struct{}{}
+	if q.set == nil {
+		q.set = map[*turn]struct{}{}
+	}
+	q.set[t] = struct{}{}
+	i, _ := slices.BinarySearchFunc(q.order, t, order)
+	q.order = slices.Insert(q.order, i, t)
+	if t.passing {
+		q.passing += t.tokens
+	}
+}
+
+// order compares turns as they go: the bigger first, then the first come.
+func order(a, b *turn) int {
+	switch {
+	case a == b:
+		return 0
+	case a.before(b):
+		return -1
+	}
+	return 1
 }
 
 // leave takes t out of the waiters, sent or given up, and wakes those
@@ -66,7 +96,16 @@ func (ln *lane) join(t *turn) {
 // cancelled one never passes, and they would sleep till their timers,
 // a window's span on a told window). ln.mu is held.
 func (ln *lane) leave(t *turn) {
-	delete(ln.queue.set, t)
+	q := &ln.queue
+	if _, in := q.set[t]; in {
+		delete(q.set, t)
+		if i, found := slices.BinarySearchFunc(q.order, t, order); found {
+			q.order = slices.Delete(q.order, i, i+1)
+		}
+		if t.passing {
+			q.passing -= t.tokens
+		}
+	}
 	t.passing = true // pass sees a change, whatever t was doing, and wakes
 	ln.pass(t, false)
 }
@@ -78,6 +117,13 @@ func (ln *lane) pass(t *turn, passing bool) {
 		return
 	}
 	t.passing = passing
+	if _, in := ln.queue.set[t]; in {
+		if passing {
+			ln.queue.passing += t.tokens
+		} else {
+			ln.queue.passing -= t.tokens
+		}
+	}
 	if ln.queue.aside {
 		ln.wake()
 	}
@@ -98,30 +144,25 @@ func (ln *lane) stepAside(ahead bool) {
 // held is the room of the token windows that goes to others before t now:
 // that of the turns passing, and of every waiter that goes before t (see
 // before) and fits, biggest first, besides those, the room kept (kept)
-// and what is held already. ahead reports whether any such waiter was
-// counted. ln.mu is held.
+// and what is held already (of the maxAhead turns first in order). ahead
+// reports whether any such waiter was counted. ln.mu is held.
 func (ln *lane) held(now time.Time, t *turn, kept float64) (held float64, ahead bool) {
 	if ln.tok.lim == nil && ln.tok.win.reset.IsZero() {
 		return 0, false // no token limit known: no room to share out
 	}
-	var first []*turn
-	for u := range ln.queue.set {
-		switch {
-		case u == t:
-		case u.passing:
-			held += u.tokens
-		case u.waiting && u != ln.keeper && t != ln.keeper && !t.passing && u.before(t):
-			first = append(first, u)
-		}
+	q := &ln.queue
+	held = q.passing
+	if _, in := q.set[t]; in && t.passing {
+		held -= t.tokens
 	}
-	slices.SortFunc(first, func(a, b *turn) int {
-		if a.before(b) {
-			return -1
+	if t == ln.keeper || t.passing {
+		return held, false
+	}
+	for i, u := range q.order {
+		if i == maxAhead || u == t || !u.before(t) {
+			break
 		}
-		return 1
-	})
-	for _, u := range first {
-		if ln.fitsBeside(now, u.tokens, held, kept) {
+		if u.waiting && !u.passing && u != ln.keeper && ln.fitsBeside(now, u.tokens, held, kept) {
 			held += u.tokens
 			ahead = true
 		}
