@@ -89,7 +89,7 @@ func buildMerged(items []*Item, jsonMode bool) (body []byte, shortIDs []string, 
 	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
 		var n int
 		if json.Unmarshal(req[k], &n) == nil && n > 0 {
-			req[k] = marshalPlain(len(items)*(n+mergedItemOverhead) + mergedOuterOverhead)
+			req[k] = marshalPlain(mergedBudget(len(items), n))
 		}
 	}
 	if jsonMode {
@@ -174,7 +174,13 @@ func mergedOutput(items []*Item) int {
 	if items[0].MaxOutput <= 0 {
 		return 0
 	}
-	return len(items)*(items[0].MaxOutput+mergedItemOverhead) + mergedOuterOverhead
+	return mergedBudget(len(items), items[0].MaxOutput)
+}
+
+// mergedBudget is the max_tokens of a merged request of n items that each
+// had perItem: theirs and the JSON around each answer, and around them all.
+func mergedBudget(n, perItem int) int {
+	return n*(perItem+mergedItemOverhead) + mergedOuterOverhead
 }
 
 // mergedInputOverhead is the estimate of what mergedInputs adds to a prompt:

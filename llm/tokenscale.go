@@ -58,7 +58,22 @@ func (s *tokenScale) apply(model string, tokens, output int) int {
 func (s *tokenScale) factor(model string) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.models[model]
+	return s.models[model].scale()
+}
+
+// factors returns the scale of every model some answer told usage of.
+func (s *tokenScale) factors() map[string]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]float64, len(s.models))
+	for model, m := range s.models {
+		out[model] = m.scale()
+	}
+	return out
+}
+
+// scale is what the sums make the scale: 1 when there are none.
+func (m *scaleSums) scale() float64 {
 	if m == nil {
 		return 1
 	}
@@ -67,21 +82,6 @@ func (s *tokenScale) factor(model string) float64 {
 		f = min(f*scaleOver, 1)
 	}
 	return f
-}
-
-// factors returns the scale of every model some answer told usage of.
-func (s *tokenScale) factors() map[string]float64 {
-	s.mu.Lock()
-	models := make([]string, 0, len(s.models))
-	for m := range s.models {
-		models = append(models, m)
-	}
-	s.mu.Unlock()
-	out := make(map[string]float64, len(models))
-	for _, m := range models {
-		out[m] = s.factor(m)
-	}
-	return out
 }
 
 // learn takes in an answer to a request of model whose prompt was

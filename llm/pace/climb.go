@@ -80,9 +80,12 @@ func (e *estimator) factor() float64 {
 // step would have won since, had it held, pays for one more such hold.
 // A probe a second over, a refusal costing a second's ban, waits 20 s;
 // one costing a quarter second's hold, 5 s.
-func (e *estimator) worth(now time.Time, next float64) bool {
+func (e *estimator) worth(now time.Time, next float64) bool { return e.worthTimes(now, next, 1) }
+
+// worthTimes is worth with the cost counted times over.
+func (e *estimator) worthTimes(now time.Time, next, times float64) bool {
 	gain := next/e.rate - 1
-	return gain > 0 && now.Sub(e.costAt).Seconds()*gain >= e.cost.Seconds()
+	return gain > 0 && now.Sub(e.costAt).Seconds()*gain >= e.cost.Seconds()*times
 }
 
 // worthProbe reports whether a probe at the rate last refused is worth
@@ -92,8 +95,7 @@ func (e *estimator) worth(now time.Time, next float64) bool {
 // than the first probe's worth: near a sliding counter's limit each
 // probe of a 30 s run, 10 s apart, was refused.)
 func (e *estimator) worthProbe(now time.Time) bool {
-	gain := e.bad/e.rate - 1
-	return gain > 0 && now.Sub(e.costAt).Seconds()*gain >= e.cost.Seconds()*float64(e.patience)/firstPatience
+	return e.worthTimes(now, e.bad, float64(e.patience)/firstPatience)
 }
 
 // dryRun notes a refusal of a request sent at sentAt and returns how long

@@ -33,22 +33,22 @@ func (q *quantity) inSecond(now time.Time, n, held, kept float64) (ok bool, wait
 	if !q.keptBySecond(n) {
 		return true, 0
 	}
-	most := q.secondsWorth()
+	most, span := q.secondsWorth(), q.ownSecond()
 	if kept > most {
 		kept = 0 // the kept request is not held by the second
 	}
 	// What goes now stays in the second from now on: it is as if sent.
-	free := q.roomAt(now, most) - held
+	free := q.roomAt(now, span, most) - held
 	if kept > 0 {
-		at := q.fitAt(now, most, held+kept)
-		if spare := q.roomAt(at, most) - held - kept; spare < n {
+		at := q.fitAt(now, span, most, held+kept)
+		if spare := q.roomAt(at, span, most) - held - kept; spare < n {
 			// Its room is kept until it goes (its going wakes the lane);
 			// if it fits already, until both would.
 			switch {
 			case at.After(now):
 				return false, at.Sub(now)
 			case held+kept+n <= most:
-				return false, max(q.fitAt(now, most, held+kept+n).Sub(now), time.Millisecond)
+				return false, max(q.fitAt(now, span, most, held+kept+n).Sub(now), time.Millisecond)
 			}
 			return false, time.Second
 		}
@@ -56,7 +56,7 @@ func (q *quantity) inSecond(now time.Time, n, held, kept float64) (ok bool, wait
 	if n <= free {
 		return true, 0
 	}
-	return false, max(q.fitAt(now, most, held+n).Sub(now), time.Millisecond)
+	return false, max(q.fitAt(now, span, most, held+n).Sub(now), time.Millisecond)
 }
 
 // keptBySecond reports whether the own second keeps a request of n units
@@ -70,24 +70,24 @@ func (q *quantity) keptBySecond(n float64) bool {
 	return q.lim != nil && q.win.refill == 0 && !q.win.wall && n > 0 && n <= float64(q.lim.Limit())
 }
 
-// roomAt is what the second ending at t (now or later) has left of most,
-// if nothing more is sent.
-func (q *quantity) roomAt(t time.Time, most float64) float64 {
-	return most - (q.count - q.win.log.countAt(t.Add(-q.ownSecond())))
+// roomAt is what the span ending at t (now or later) has left of most,
+// if nothing more is sent: the own second's, or the told minute's.
+func (q *quantity) roomAt(t time.Time, span time.Duration, most float64) float64 {
+	return most - (q.count - q.win.log.countAt(t.Add(-span)))
 }
 
-// fitAt is the first instant from now when n units fit the second, if
-// nothing more is sent: a second after the send that brought the count
-// to where what followed it and n fit.
-func (q *quantity) fitAt(now time.Time, most, n float64) time.Time {
-	if q.roomAt(now, most) >= n {
+// fitAt is the first instant from now when n units fit the span, if
+// nothing more is sent: a span after the send that brought the count to
+// where what followed it and n fit.
+func (q *quantity) fitAt(now time.Time, span time.Duration, most, n float64) time.Time {
+	if q.roomAt(now, span, most) >= n {
 		return now
 	}
 	t, found := q.win.log.reaching(q.count - (most - n))
 	if !found {
-		return now.Add(q.ownSecond())
+		return now.Add(span)
 	}
-	return t.Add(q.ownSecond())
+	return t.Add(span)
 }
 
 // ownSecond is how long the own second keeps a send: a second, and the
@@ -146,14 +146,9 @@ func (q *quantity) inMinute(now time.Time, n, held, kept float64) (ok bool, wait
 	if _, followed := q.toldWindow(); followed || q.minute <= 0 || n <= 0 || q.win.refill > 0 || q.win.wall {
 		return true, 0
 	}
-	most := max(q.minute, n)
-	used := q.count - q.win.log.countAt(now.Add(-time.Minute))
-	if used+held+kept+n <= most {
+	most, need := max(q.minute, n), held+kept+n
+	if q.roomAt(now, time.Minute, most) >= need {
 		return true, 0
 	}
-	at, found := q.win.log.reaching(q.count - (most - held - kept - n))
-	if !found {
-		return false, time.Minute
-	}
-	return false, max(at.Add(time.Minute).Sub(now), time.Millisecond)
+	return false, max(q.fitAt(now, time.Minute, most, need).Sub(now), time.Millisecond)
 }
