@@ -147,7 +147,7 @@ func addEndpointFlags(fl *pflag.FlagSet, opts *RunOptions) {
 	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable holding the API key; several, comma-separated, are rotated")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 4, "requests in flight at most")
 	fl.IntVar(&opts.RPM, "rpm", 0, "requests per minute per model, paced evenly at it / 1.03 (a run takes at most 1.03x the time it allows), or to what the server's headers say is left of that minute when they show it; 0 for none known")
-	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model (estimated prompt tokens plus max_tokens), paced as --rpm is; 0 for none known")
+	fl.IntVar(&opts.TPM, "tpm", 0, "tokens per minute per model as the server counts them (prompts estimated, then scaled to what its answers' usage says; plus max_tokens), paced as --rpm is; 0 for none known")
 	fl.BoolVar(&opts.Adapt, "adapt", true, "learn the server's real limits from 429s and its rate-limit headers (--adapt=false to pace exactly at --rpm/--tpm)")
 	fl.StringVar(&opts.Redis, "redis", "", "share the key's limits with other llmbatch processes through this Redis: redis://[:password@]host:port/db or rediss://")
 	fl.IntVar(&opts.SharedConc, "shared-concurrency", 0, "requests in flight at most across all the processes sharing the key through --redis (expiring leases: a killed process's slots come back); 0 for no cap")
