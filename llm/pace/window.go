@@ -61,6 +61,7 @@ type window struct {
 	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
 	stood  bool          // the reset held has been told alike by requests sent apart
 	from   time.Time     // when the first request that told the reset held went
+	lag    time.Duration // the longest a reading came after its request went (see sent)
 }
 
 // guard is allowed for the way to the server: a reset counted from when a
@@ -83,9 +84,14 @@ func (w *window) toldLength() time.Duration {
 	return min(time.Duration(float64(w.limit)/w.told*float64(time.Second)), w.period)
 }
 
-// sent records that the lane's count reached count at now.
+// sent records that the lane's count reached count at now. The log keeps
+// two spans back from the oldest request a reading may yet come for (a
+// counter weighs the window before the one its request went in), the
+// longest lag seen before now: kept two spans back from now, a minute's
+// counter answered 90 s late found the lane's sends of the window before
+// gone, and took the server's count of them for others' (11 of 24).
 func (w *window) sent(now time.Time, count float64) {
-	w.log.add(now, count, 2*max(w.span(), time.Minute))
+	w.log.add(now, count, 2*max(w.span(), time.Minute)+w.lag)
 }
 
 // read takes in r, the reading of the answer to a request sent at sentAt
@@ -94,7 +100,7 @@ func (w *window) sent(now time.Time, count float64) {
 // the lane sent since (an answer slower than the window), unless the size
 // is not known: then it is old news.
 func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
-	w.many = w.many || r.Several
+	w.many, w.lag = w.many || r.Several, max(w.lag, now.Sub(sentAt))
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		w.older(r, sentAt)
 		w.behind(r, sentAt)
