@@ -39,6 +39,9 @@ type quantity struct {
 	// filled: a told window's worth has gone into lim, once (see sync).
 	filled bool
 	minute float64 // tokens: the told limit a minute less the margin, which no minute of sends passes (see inMinute); 0: untold
+	// opening: until the lane's first answer, the most the pace may be,
+	// a second (see Limiter.opening); 0: no cap.
+	opening float64
 }
 
 func newLane(l *Limiter, model string) *lane {
@@ -50,6 +53,7 @@ func newLane(l *Limiter, model string) *lane {
 	ln.req.win.told = float64(l.cfg.RPM) / 60
 	ln.tok.win.told = float64(l.cfg.TPM) / 60
 	ln.tok.minute = perMinute(l.ceiling(l.cfg.TPM))
+	ln.req.opening = l.opening(l.cfg.RPM)
 	ln.req.sync(now, 1)
 	ln.tok.sync(now, 0)
 	return ln

@@ -248,9 +248,11 @@ func TestNilLimiter(t *testing.T) {
 // newLimiter returns a limiter of rpm and tpm that learns nothing.
 func newLimiter(rpm, tpm int) *Limiter { return New(Config{RPM: rpm, TPM: tpm}) }
 
-// wait acquires a permit of tokens for the default model and gives it back.
+// wait acquires a permit of tokens for the default model and tells it
+// admitted, as a caller does once answered (an answer ends the opening's
+// cap: see Limiter.opening).
 func wait(l *Limiter, ctx context.Context, tokens int) error {
 	p, err := l.Acquire(ctx, "", tokens)
-	p.Release()
+	p.Done(Outcome{Result: Admitted})
 	return err
 }

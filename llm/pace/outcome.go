@@ -91,6 +91,7 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 		ln.answered(p, now, lostIt)
 		return 0
 	}
+	ln.req.opening = 0 // the server answered (see Limiter.opening)
 	if !o.Keyed && !ln.contradicted(o, now) {
 		ln.req.win.read(o.Requests, p.sent, now, p.seqReq)
 		ln.tok.win.read(o.TokenWindow, p.sent, now, p.seqTok)

@@ -116,7 +116,7 @@ func (ln *lane) waitTurn(ctx context.Context, t *turn, lim func() *rate.Limiter,
 // starting full: the tracker holds the lane to what the server says it
 // has left.
 func (q *quantity) sync(now time.Time, burst int) {
-	r := q.est.pace()
+	r := q.pace()
 	switch {
 	case math.IsInf(r, 1):
 		q.lim = nil
@@ -153,6 +153,15 @@ func (q *quantity) sync(now time.Time, burst int) {
 	if q.lim.Burst() != b {
 		q.lim.SetBurstAt(now, b)
 	}
+}
+
+// pace is the estimator's pace, held to the opening's until the first
+// answer (see Limiter.opening).
+func (q *quantity) pace() float64 {
+	if r := q.est.pace(); q.opening <= 0 || r <= q.opening {
+		return r
+	}
+	return q.opening
 }
 
 // drain leaves q's limiter, its pace cut, holding no more than own, the
@@ -201,7 +210,7 @@ func (ln *lane) logged(what string, q *quantity, now time.Time, burst int) {
 		was = float64(q.lim.Limit())
 	}
 	q.sync(now, burst)
-	is := q.est.pace()
+	is := q.pace()
 	if was == is {
 		return
 	}

@@ -1,0 +1,66 @@
+package pace
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// counted is what a sliding counter of a minute, its fixed windows from
+// the first send on, counts with the send at sends[i]: the minute before's
+// sends weighed by its share still within a minute back, and this one's,
+// it included.
+func countedAt(sends []time.Duration, i int) float64 {
+	k := sends[i] / time.Minute
+	into := float64(sends[i]-k*time.Minute) / float64(time.Minute)
+	n := 0.0
+	for _, s := range sends[:i+1] {
+		switch s / time.Minute {
+		case k:
+			n++
+		case k - 1:
+			n += 1 - into
+		}
+	}
+	return n
+}
+
+// TestOpeningTold: told 24 a minute, until the server first answers the
+// lane's sends keep every trailing minute to 24, the pace's first request
+// (its burst of one) included, so that a sliding counter of the told
+// minute admits them all; the first answer lifts the cap to the told
+// ceiling. A limit whose margin holds a request (1,200 a minute) is paced
+// at its ceiling from the first.
+func TestOpeningTold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{RPM: 24, Margin: 0.03, Adapt: true})
+		start := time.Now()
+		var sends []time.Duration
+		var held []*Permit
+		for range 30 {
+			p, err := l.Acquire(t.Context(), "m", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sends, held = append(sends, time.Since(start)), append(held, p)
+		}
+		for i := range sends {
+			if n := countedAt(sends, i); n > 24+1e-9 {
+				t.Fatalf("send %d at %v: a sliding counter of 24 a minute counts %.2f", i+1, sends[i], n)
+			}
+		}
+		held[0].Done(Outcome{Result: Admitted})
+		if rpm, _ := l.Effective("m"); rpm < 23.3 || rpm > 23.31 {
+			t.Errorf("answered: pace %.2f a minute, want the told ceiling 24/1.03", rpm)
+		}
+		for _, p := range held[1:] {
+			p.Release()
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{RPM: 1200, Margin: 0.03, Adapt: true})
+		if rpm, _ := l.Effective("m"); rpm < 1165 || rpm > 1165.1 {
+			t.Errorf("told 1,200 a minute, not answered: pace %.2f, want the ceiling 1200/1.03", rpm)
+		}
+	})
+}
