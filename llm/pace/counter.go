@@ -60,6 +60,11 @@ func (c *counter) move(d, stood, tol time.Duration, to time.Time) {
 	c.moved, c.to = d, to
 }
 
+// blurred reports whether the counter's resets are told too coarsely to
+// place its fixed windows' ends: in units of a tenth of its length or
+// more (whole seconds of a second's counter).
+func (c *counter) blurred() bool { return 10*c.tick > c.length }
+
 // start is when the fixed window that t is in began.
 func (c *counter) start(t time.Time) time.Time {
 	k := t.Sub(c.edge) / c.length

@@ -94,7 +94,11 @@ func (w *window) halved(r Reading, d time.Duration) {
 // length: no other kind keeps a unit longer than its length, but a
 // counter's units weigh off over the window after their own, and its reset
 // says when all have: by the end of the next window, two lengths at most.
-// A reset further on is of something else (a penalty box's ban).
+// A reset further on is of something else (a penalty box's ban). Told in
+// whole seconds, a reset of the length and a second is past it too (it is
+// rounded up, or to the nearest, from more than the length): a counter of
+// a second, its resets all "2", was followed as a log, and its stale
+// readings, near full and rounded down, held the lane to 18.7 a second.
 //
 // A length a told rate gives (toldLength) tells alike, but less surely: a
 // rate told too high makes the length short of the true one, and a fixed
@@ -113,7 +117,7 @@ func (w *window) beyond(r Reading) {
 		return
 	}
 	switch l := w.toldLength(); {
-	case r.Window > 0 && r.Reset > r.Window+tol && r.Reset <= 2*r.Window+tol:
+	case r.Window > 0 && (r.Reset > r.Window+tol || !w.fine && r.Reset == r.Window+tol) && r.Reset <= 2*r.Window+tol:
 		w.ctr.length, w.refill = r.Window, 0
 	case r.Window == 0 && l > 0 && !w.many && w.stood && 2*r.Reset > 3*l && r.Reset <= 2*l+tol:
 		w.ctr.length, w.refill = l, 0

@@ -6,18 +6,20 @@ import (
 	"time"
 )
 
-// minuteCounter is a sliding counter of limit a minute, its fixed windows
-// ending on whole minutes from t0, as the tests' server: it counts each
-// request sent, and tells what it counted with it (rounded up) and its
-// reset, at the end of the next window, in whole seconds.
-type minuteCounter struct {
+// testCounter is a sliding counter of limit a length, its fixed windows
+// ending on whole lengths from t0, as the tests' server (IETF's headers):
+// it counts each request sent, and tells what it counted with it (rounded
+// up), its length, and its reset, at the end of the next window, in whole
+// seconds (rounded up).
+type testCounter struct {
 	limit     int
+	length    time.Duration
 	prev, cur float64
 	k         int64
 }
 
-func (m *minuteCounter) take(sent time.Duration) Reading {
-	if k := int64(sent / time.Minute); k != m.k {
+func (m *testCounter) take(sent time.Duration) Reading {
+	if k := int64(sent / m.length); k != m.k {
 		m.prev, m.cur = m.cur, 0
 		if k > m.k+1 {
 			m.prev = 0
@@ -25,10 +27,10 @@ func (m *minuteCounter) take(sent time.Duration) Reading {
 		m.k = k
 	}
 	m.cur++
-	into := float64(sent%time.Minute) / float64(time.Minute)
+	into := float64(sent%m.length) / float64(m.length)
 	used := int(math.Ceil(m.prev*(1-into) + m.cur - 1e-9))
-	reset := (time.Duration(m.k+2)*time.Minute - sent + time.Second - 1).Truncate(time.Second)
-	return Reading{Told: true, Limit: m.limit, Left: max(m.limit-used, 0), Reset: reset, Window: time.Minute}
+	reset := (time.Duration(m.k+2)*m.length - sent + time.Second - 1).Truncate(time.Second)
+	return Reading{Told: true, Limit: m.limit, Left: max(m.limit-used, 0), Reset: reset, Window: m.length}
 }
 
 // TestCounterLateReadings: readings that come 90 s after their requests
@@ -37,7 +39,7 @@ func (m *minuteCounter) take(sent time.Duration) Reading {
 // besides the lane's own, as there is nothing.
 func TestCounterLateReadings(t *testing.T) {
 	const lag = 90 * time.Second
-	srv := minuteCounter{limit: 24}
+	srv := testCounter{limit: 24, length: time.Minute}
 	var w window
 	type pending struct {
 		r    Reading
@@ -63,5 +65,42 @@ func TestCounterLateReadings(t *testing.T) {
 	}
 	if most >= 1 {
 		t.Errorf("the tracker took up to %.1f of the server's count for others', want less than 1 (none are)", most)
+	}
+}
+
+// TestCounterBlurred: a counter of 20 a second whose resets come in whole
+// seconds (2 s, past its told length of 1 s, as no other kind's reach) is
+// taken for a counter at once, but one whose fixed windows' ends it cannot
+// place: its pace is held to 19 a second, which no phase of its windows
+// refuses (the window before and this one hold 1 + 19 at most).
+func TestCounterBlurred(t *testing.T) {
+	const lag = 1500 * time.Millisecond
+	srv := testCounter{limit: 20, length: time.Second}
+	var q quantity
+	q.est = newEstimator(20/1.03, true, t0)
+	type pending struct {
+		r    Reading
+		sent time.Duration
+		seq  float64
+	}
+	var inFlight []pending
+	gap := time.Second / 19
+	for i := range 19 * 10 {
+		sent := time.Duration(i) * gap
+		for len(inFlight) > 0 && inFlight[0].sent+lag <= sent {
+			p := inFlight[0]
+			inFlight = inFlight[1:]
+			q.win.read(p.r, at(p.sent), at(p.sent+lag), p.seq)
+		}
+		r := srv.take(sent)
+		q.count++
+		q.win.sent(at(sent), q.count)
+		inFlight = append(inFlight, pending{r, sent, q.count})
+	}
+	if q.win.ctr.length != time.Second || q.win.counting() {
+		t.Errorf("counter %v, followed by its ends %v; want a counter of 1s, not followed by its ends", q.win.ctr.length, q.win.counting())
+	}
+	if p := q.pace(); p > 19 {
+		t.Errorf("pace %.2f a second, want at most 19", p)
 	}
 }

@@ -156,9 +156,18 @@ func (q *quantity) sync(now time.Time, burst int) {
 }
 
 // pace is the estimator's pace, held to the opening's until the first
-// answer (see Limiter.opening).
+// answer (see Limiter.opening), and, at a sliding counter whose fixed
+// windows' ends the tracker cannot place (see counter.blurred), to one
+// less than its limit a length: spread evenly, that many never fill it
+// whatever its phase (the window before, weighed, and this one hold 1 +
+// that many at most), where the told ceiling's 19.4 a second of 20 fills
+// some windows whole, the next one's first send refused.
 func (q *quantity) pace() float64 {
-	if r := q.est.pace(); q.opening <= 0 || r <= q.opening {
+	r := q.est.pace()
+	if w := &q.win; w.ctr.length > 0 && w.ctr.blurred() && w.limit > 1 {
+		r = min(r, float64(w.limit-1)/w.ctr.length.Seconds())
+	}
+	if q.opening <= 0 || r <= q.opening {
 		return r
 	}
 	return q.opening

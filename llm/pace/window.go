@@ -183,7 +183,7 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 }
 
 // counting reports whether the window is followed as a sliding counter.
-func (w *window) counting() bool { return w.ctr.length > 0 && w.limit > 0 }
+func (w *window) counting() bool { return w.ctr.length > 0 && w.limit > 0 && !w.ctr.blurred() }
 
 // avail is what is left now.
 func (w *window) avail(now time.Time, count float64) float64 {
