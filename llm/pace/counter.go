@@ -76,12 +76,22 @@ func (c *counter) start(t time.Time) time.Time {
 
 // own is the server's count at t of the lane's units, count of them sent
 // by then: those of the fixed window t is in, and those of the window
-// before weighed by its share still within a length back from t.
+// before weighed by its share still within a length back from t. Within
+// a tick after the window's start (taken up to a tick early: see read),
+// the server's window may not have ended yet, and the one before that
+// still weighs what is left of it, (the tick less the time since the
+// start) over the length: counted
+// whole only as the window before, 32 sent at a minute counter's opening
+// still weighed 0.13 at 119.75 s, and the 24th of its next minute, sent
+// after an end taken 0.25 s early, was refused.
 func (c *counter) own(log *sendLog, t time.Time, count float64) float64 {
 	s := c.start(t)
-	before := log.countAt(s.Add(-1))
-	prev := before - log.countAt(s.Add(-c.length-1))
-	return count - before + prev*(1-c.into(t, s))
+	before, earlier := log.countAt(s.Add(-1)), log.countAt(s.Add(-c.length-1))
+	n := count - before + (before-earlier)*(1-c.into(t, s))
+	if late := s.Add(c.tick).Sub(t); late > 0 {
+		n += (earlier - log.countAt(s.Add(-2*c.length-1))) * late.Seconds() / c.length.Seconds()
+	}
+	return n
 }
 
 // into is the share of the fixed window begun at s that has gone by t,

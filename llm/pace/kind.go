@@ -26,7 +26,11 @@ func (w *window) resolution() time.Duration {
 // counter.move); a sliding log's and a bucket's move with every request.
 // A window whose resets are told too coarsely for its period (whole
 // seconds of a 1 s window) is not taken for a wall: its ends are not known
-// well enough.
+// well enough. A reset told in whole seconds (rounded up) may put the end
+// held up to a second late, so a request sent within that second before
+// it has reached it: taken for a move before the end, a fixed minute's
+// resets, each moved so by 59.5 s, were taken for a counter's, whose
+// model let the 25th of a minute go.
 func (w *window) stand(r Reading, reset, sentAt time.Time) {
 	tol := w.resolution()
 	switch d := reset.Sub(w.reset); {
@@ -36,9 +40,13 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 		w.stood = w.stood || sentAt.Sub(w.from) >= tol
 	default:
 		if d > 0 && (w.stood || w.unlikeLog(r, d, sentAt)) {
+			early := w.guard()
+			if !w.fine {
+				early += tol
+			}
 			// Its end must be known well within a period to be of use.
-			w.wall = !sentAt.Before(w.reset.Add(-w.guard())) && 20*tol <= w.period && w.ctr.length == 0
-			if sentAt.Before(w.reset.Add(-w.guard())) {
+			w.wall = !sentAt.Before(w.reset.Add(-early)) && 20*tol <= w.period && w.ctr.length == 0
+			if sentAt.Before(w.reset.Add(-early)) {
 				w.ctr.move(d, sentAt.Sub(w.from), tol, reset)
 				w.halved(r, d)
 			}

@@ -104,3 +104,53 @@ func TestCounterBlurred(t *testing.T) {
 		t.Errorf("pace %.2f a second, want at most 19", p)
 	}
 }
+
+// TestCounterOwnEarlyEnd: an end of a counter's window taken up to its
+// slack early (resets in whole seconds) leaves the server, till the true
+// end, in the window before, whose own window before still weighs a
+// little: the tracker counts no less than the server does.
+func TestCounterOwnEarlyEnd(t *testing.T) {
+	ms := time.Millisecond
+	var log sendLog
+	n := 0.0
+	for range 32 {
+		n++
+		log.add(at(500*ms), n, time.Hour)
+	}
+	for i := range 23 {
+		n++
+		log.add(at(60*time.Second+time.Duration(i)*2500*ms), n, time.Hour)
+	}
+	c := counter{length: time.Minute, edge: at(59750 * ms), slack: time.Second, tick: time.Second}
+	now := at(119751 * ms)
+	// The server's windows end on whole minutes: at 119.751 s it counts
+	// the 23 of [60 s, 120 s) and the 32 of the minute before, weighed by
+	// what is left of it.
+	server := 23 + 32*(1-59751.0/60000)
+	if got := c.own(&log, now, n); got < server {
+		t.Errorf("own at 119.751 s = %.3f, want no less than the server's %.3f", got, server)
+	}
+}
+
+// TestWallCoarseResets: a fixed minute whose resets come in whole seconds,
+// rounded up, puts the end held up to a second past the true one; the
+// first send of each minute, just past the true end, reached it: the
+// window is a wall, not a counter whose reset moved before its end.
+func TestWallCoarseResets(t *testing.T) {
+	ms := time.Millisecond
+	var w window
+	seq := 0.0
+	for k := range 5 {
+		base := time.Duration(k) * time.Minute
+		for _, off := range []time.Duration{20 * ms, 20300 * ms, 40300 * ms} {
+			sent := base + off
+			seq++
+			w.sent(at(sent), seq)
+			reset := (base + time.Minute - sent + time.Second - 1).Truncate(time.Second)
+			w.read(Reading{Told: true, Limit: 24, Left: 24 - int(seq) + 3*k, Reset: reset, Window: time.Minute}, at(sent), at(sent+10*ms), seq)
+		}
+	}
+	if w.ctr.length != 0 || !w.wall {
+		t.Errorf("counter %v, wall %v; want no counter, a wall", w.ctr.length, w.wall)
+	}
+}

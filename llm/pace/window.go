@@ -85,13 +85,14 @@ func (w *window) toldLength() time.Duration {
 }
 
 // sent records that the lane's count reached count at now. The log keeps
-// two spans back from the oldest request a reading may yet come for (a
-// counter weighs the window before the one its request went in), the
-// longest lag seen before now: kept two spans back from now, a minute's
+// three spans back from the oldest request a reading may yet come for (a
+// counter weighs the window before the one its request went in, and the
+// one before that, see counter.own), the longest lag seen before now:
+// kept two spans back from now, a minute's
 // counter answered 90 s late found the lane's sends of the window before
 // gone, and took the server's count of them for others' (11 of 24).
 func (w *window) sent(now time.Time, count float64) {
-	w.log.add(now, count, 2*max(w.span(), time.Minute)+w.lag)
+	w.log.add(now, count, 3*max(w.span(), time.Minute)+w.lag)
 }
 
 // read takes in r, the reading of the answer to a request sent at sentAt
