@@ -189,7 +189,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 			took = cut.sent - e.ep.refused // see opening
 		}
 		return max(took/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
-	case enough && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&
+	case enough && e.ep.nays >= 2 && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&
 		cut.at.Sub(e.ep.start) > e.rtt:
 		// Mostly refused or held: the pace is far over. What the server
 		// let through over the whole epoch, holds and all, is its

@@ -184,6 +184,27 @@ func TestEstimatorShortEpochOverHeld(t *testing.T) {
 	}
 }
 
+// TestEstimatorShortEpochOneRefusal: one long prompt refused early in an
+// epoch, outweighing in tokens what it had admitted, says that the window
+// was full when it came, not that the pace is far over: under a pace held
+// (a step back towards the rate refused) as over one, the cut is a tenth,
+// not to what the first instants admitted over a second (a sliding log of
+// 10,000 tokens a second with no headers was held at 3,300 for 20 s).
+func TestEstimatorShortEpochOneRefusal(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 9000, good: 9500, bad: 10500, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	for i := range 10 {
+		e.sent(60)
+		sent := at(time.Duration(i) * 20 * time.Millisecond)
+		e.admitted(sent.Add(50*time.Millisecond), sent, 60)
+	}
+	e.sent(3200)
+	e.refused(at(250*time.Millisecond), at(200*time.Millisecond), 3200, 0)
+	e.tick(at(time.Second))
+	if e.pace() < 0.9*9000 {
+		t.Errorf("pace = %v, want a tenth under 9,000 at most", e.pace())
+	}
+}
+
 // TestEstimatorOpeningDrains: mostly refused at the first pace, nothing
 // yet known of the rate, the pace does not halve: the next refusal holds
 // a whole span (a server that counts what it refuses still holds the

@@ -34,6 +34,7 @@ type quantity struct {
 	win   window
 	lim   *rate.Limiter
 	count float64 // units sent so far
+	back  refunds // what the server refused of them (see refund.go)
 	own   history // units sent, by second, for weighing the server's claims
 	shown float64 // the pace last logged
 	// filled: a told window's worth has gone into lim, once (see sync).

@@ -129,6 +129,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Unsure {
 		o.Tokens = ln.bigOnes(p)
 	}
+	ln.tok.refund(now, p.sent, p.tokens, o.Tokens)
 	q, n, r := &ln.req, p.share, o.Requests // what it stands for, as it was counted sent
 	if o.Tokens {
 		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow

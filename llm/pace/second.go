@@ -33,7 +33,17 @@ func (q *quantity) inSecond(now time.Time, n, held, kept float64) (ok bool, wait
 	if !q.keptBySecond(n) {
 		return true, 0
 	}
-	most, span := q.secondsWorth(), q.ownSecond()
+	most := q.secondsWorth()
+	capped := q.ownMost(now, most) // less while a refusal's second lasts (see refund.go)
+	if ok, wait = q.fitsSecond(now, n, held, kept, capped); !ok && capped < most {
+		wait = max(min(wait, q.back.until.Sub(now)), time.Millisecond) // when it ends, it may fit
+	}
+	return ok, wait
+}
+
+// fitsSecond is inSecond with the own second holding most at most.
+func (q *quantity) fitsSecond(now time.Time, n, held, kept, most float64) (ok bool, wait time.Duration) {
+	span := q.ownSecond()
 	if kept > most {
 		kept = 0 // the kept request is not held by the second
 	}
@@ -73,7 +83,7 @@ func (q *quantity) keptBySecond(n float64) bool {
 // roomAt is what the span ending at t (now or later) has left of most,
 // if nothing more is sent: the own second's, or the told minute's.
 func (q *quantity) roomAt(t time.Time, span time.Duration, most float64) float64 {
-	return most - (q.count - q.win.log.countAt(t.Add(-span)))
+	return most - q.heldAfter(t.Add(-span))
 }
 
 // fitAt is the first instant from now when n units fit the span, if
@@ -83,7 +93,7 @@ func (q *quantity) fitAt(now time.Time, span time.Duration, most, n float64) tim
 	if q.roomAt(now, span, most) >= n {
 		return now
 	}
-	t, found := q.win.log.reaching(q.count - (most - n))
+	t, found := q.heldTo(most - n)
 	if !found {
 		return now.Add(span)
 	}
