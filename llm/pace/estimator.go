@@ -184,7 +184,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.explained = true
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
-	hold = max(quickHold, min(e.full.dryFor(sentAt), maxSpan)) // see dryFor
+	hold = max(quickHold, min(e.full.dryFor(sentAt), lockout)) // see dryFor
 	if e.locked > 0 || (e.drain && e.good == 0 && e.bad == 0) {
 		hold = e.span // locked out, or draining (see goOn): a whole span
 	}

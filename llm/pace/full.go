@@ -16,6 +16,14 @@ import "time"
 // sent and not refused by the second refusal counts as taken, however
 // slow the answers.
 
+// dryMost is the longest run of refusals with nothing taken that bounds
+// the rate (see dryRate). A bucket of 24 a minute ends such runs in 2.5 s;
+// a fixed window or a sliding log of a minute, at their wall, after up to
+// a minute: bounded by one request in so long, they took 2.3x their time
+// (1.2x and 1.65x with 3 s, 1.8x and 1.65x with 5 s; the leaky bucket of a
+// minute was refused twice as often with 2 s).
+const dryMost = 3 * time.Second
+
 // sinceFull counts the units sent and refused, and the time held, since
 // the refusals marked (the first of each episode: see markFull).
 type sinceFull struct {
@@ -85,9 +93,11 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 // took nothing of what was sent from a refusal a second or more before
 // cut's to it: a bucket full at the first and still at the last leaked
 // less than cut's request between. (A window refuses so up to its wall,
-// a second at least, the shortest any is taken to be.)
+// a second at least, the shortest any is taken to be.) Not once the run
+// has lasted dryMost: that is more likely a window longer than a
+// second's, and the lane holds until it ends (see dryRun).
 func (e *estimator) dryRate(cut pending) (float64, bool) {
-	if cut.dry < minSpan {
+	if cut.dry < minSpan || cut.dry >= dryMost {
 		return 0, false
 	}
 	return cut.n / cut.dry.Seconds(), true
@@ -113,11 +123,13 @@ func (e *estimator) measuredCut(cut pending, next, bad float64) (float64, float6
 // dryFor returns how long the server has taken nothing of what was sent,
 // from the first of a run of refusals to that of a request sent at
 // sentAt; 0 if it took some since. It is also the least hold such a
-// refusal sets: a bucket that refused all along so long lets through one
-// request in as long at least (see dryRate), and probing it sooner is
-// refused; a window has its wall a second after its first refusal at
-// most, which the holds doubling from a quarter second overshoot by a
-// fraction of it.
+// refusal sets, up to lockout: a bucket that refused all along so long
+// lets through one request in as long at least (see dryRate), and
+// probing it sooner is refused; a window of a second has its wall a
+// second after its first refusal at most, which the holds doubling from
+// a quarter second overshoot by a fraction of it. (Longer runs are a
+// longer window's, which dryRun's lockout holds for: doubling on, a
+// sliding log of a minute took 2.1x its time, 1.5x without.)
 func (f *sinceFull) dryFor(sentAt time.Time) time.Duration {
 	if took, d, _, ok := f.took(f.dry, sentAt); ok && took <= 0 {
 		return d

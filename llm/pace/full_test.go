@@ -122,3 +122,25 @@ func TestEstimatorSlowAnswers(t *testing.T) {
 		t.Errorf("locked %d, want 0: 17 of 20 sent are on their way", e.locked)
 	}
 }
+
+// TestEstimatorDryRunLong: a run of refusals longer than dryMost is more
+// likely a window of a minute spent than a bucket this slow: no bound of
+// one request in so long, and no hold longer than lockout of its own.
+func TestEstimatorDryRunLong(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	play(&e, cat(every(7, 0, 0, 10*time.Millisecond), []step{{what: "send", n: 1},
+		{what: "refused", send: 20 * time.Millisecond, seen: 20 * time.Millisecond, n: 1}, {what: "tick", seen: 300 * time.Millisecond}}))
+	e.sent(1)
+	e.admitted(at(time.Second), at(900*time.Millisecond), 1) // slow answers known: a lockout is shown by refusals
+	for _, d := range []time.Duration{4, 8} {
+		now := at(d * time.Second)
+		e.sent(1)
+		if hold := e.refused(now, now, 1, 0); hold > lockout && e.locked == 0 {
+			t.Errorf("refused %v into the run: hold %v, want lockout (%v) at most", d*time.Second, hold, lockout)
+		}
+		if r, ok := e.dryRate(e.cut); ok {
+			t.Errorf("refused %v into the run: bounded to %.3f a second, want no bound", d*time.Second, r)
+		}
+		e.tick(now.Add(e.cut.decideAt.Sub(now)))
+	}
+}
