@@ -30,6 +30,15 @@ func (e *estimator) up(now time.Time) float64 {
 		// seconds to be refused). The refusal and the patience stand.
 		e.held++
 		return e.rate
+	case e.rate >= e.bad && e.measured && e.sinceProbe < 2*maxProbeWait:
+		// A probe at a rate measured between two refusals held: so it
+		// should, the server's rate within a request, and the burst
+		// that came back under the cut would hold it a while if it were
+		// over. It stays, and climbs past it only once it has held
+		// many requests: a climb over the server's rate is refused,
+		// if only once its burst is spent.
+		e.held++
+		return e.rate
 	case e.rate >= e.bad:
 		// A probe at the refused rate held: the limit has risen, or the
 		// refusal measured it low. Climb, and probe sooner next time.

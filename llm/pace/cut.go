@@ -27,12 +27,16 @@ func (e *estimator) decide(now time.Time) {
 		// took what it took in the window the hint shows, and that is
 		// its rate; above it lies refusal (a whole hint's hold each).
 		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
-		e.bad, e.climbs, e.downs = r, 0, 1
+		e.bad, e.climbs, e.downs, e.measured = r, 0, 1, false
 		e.shift(now, max(cutTo*r, minRate, e.floor))
 		return
 	}
-	locked := e.ep.admitted == 0 && e.ep.answers >= minLocked && e.bad > 0 // refused again after a cut
-	if e.ep.answers < minAnswers && !e.opening(cut) && !locked && !e.overHeld(cut.sentRate) {
+	// Refused again after a cut, all that was sent (what is not refused
+	// yet is on its way: a refusal comes back at once).
+	locked := e.ep.admitted == 0 && e.ep.refused >= e.ep.sent && e.ep.answers >= minLocked && e.bad > 0
+	_, _, full := e.fullRate(cut)
+	_, dry := e.dryRate(cut)
+	if e.ep.answers < minAnswers && !e.opening(cut) && !locked && !e.overHeld(cut.sentRate) && !full && !dry {
 		e.goOn(cut)
 		return
 	}
@@ -103,14 +107,14 @@ func (e *estimator) opening(cut pending) bool {
 
 // goOn decides an episode whose epoch had too few answers to say
 // anything: the epoch goes on, and the next refusal decides with more;
-// but mostly refused (two thirds, two at least), the pace is far over and
-// halves. Told the limit, mostly of what was sent, not only of what was
-// answered: answers slower than the window are not refusals, and those
-// refused before any came back are no reason to halve the pace the user
-// gave.
+// but mostly refused (two thirds of what was answered, two at least, and
+// half of what was sent), the pace is far over and halves. Answers slower
+// than the window are not refusals: a refusal comes back at once, and
+// those refused before any answer came back are no reason to halve the
+// pace, told or found.
 func (e *estimator) goOn(cut pending) {
 	e.ep.held += cut.decideAt.Sub(cut.at)
-	if e.ep.refused > 2*e.ep.admitted && e.ep.nays >= 2 && (math.IsInf(e.ceil, 1) || 2*e.ep.refused >= e.ep.sent) {
+	if e.ep.refused > 2*e.ep.admitted && e.ep.nays >= 2 && 2*e.ep.refused >= e.ep.sent {
 		if e.good == 0 && e.bad == 0 && !math.IsInf(cut.rate, 1) && !e.drained {
 			// Mostly refused at the first pace, nothing yet known of the
 			// rate: the opening burst may still count against it, at a
@@ -136,6 +140,7 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 		// each epoch's burst allowance made a pace look held.
 		next, bad = cutTo*r, min(bad, r)
 	}
+	next, bad = e.measuredCut(cut, next, bad)
 	// Cut after cut with no step up between, with much refused: the cuts
 	// were too shallow to get under the limit; each goes deeper (a tenth,
 	// a fifth, two fifths, half at most of the rate sent). A few refused

@@ -77,6 +77,8 @@ type estimator struct {
 	noise      noise         // refusals that come whatever the pace, if shown
 	climbs     int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
 	long       longRun       // what was admitted and refused over the last minute or so
+	full       sinceFull     // what the server took since it last refused (see fullRate)
+	measured   bool          // bad is what it took between two refusals (see up)
 	ep         epoch
 }
 
@@ -89,6 +91,9 @@ type pending struct {
 	n              float64       // units of the request refused
 	shown, fine    bool          // its headers told the window; its hint was finer than whole seconds
 	hint           time.Duration // the server's hint; 0: none
+	took           float64       // units taken since the refusal before, at the server's full (see sinceFull)
+	since          time.Duration // the time since it; 0: none
+	dry            time.Duration // how long the server had taken nothing since a refusal (see dryRate)
 }
 
 // epoch is what was sent at one pace since start, and what came of it.
@@ -114,6 +119,7 @@ func newEstimator(ceil float64, adapt bool, now time.Time) estimator {
 // sent counts n units sent. A pace never goes under one such a minute.
 func (e *estimator) sent(n float64) {
 	e.ep.sent += n
+	e.full.sent += n
 	e.ep.sends++
 	e.ep.biggest = max(e.ep.biggest, n)
 	e.floor = max(e.floor, min(n/60, e.ceil))
@@ -155,6 +161,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0
 	}
 	e.long.nays.add(now, n)
+	e.full.nays += n // see sinceFull
 	dry := time.Duration(0)
 	if hint == 0 { // a hint says when; with none, how long the refusals last tells
 		dry = e.dryRun(sentAt)
@@ -162,9 +169,8 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	if sentAt.Before(e.ep.start) {
 		return 0
 	}
-	e.ep.refused += n
+	e.ep.refused, e.ep.nays = e.ep.refused+n, e.ep.nays+1
 	e.ep.answered(now)
-	e.ep.nays++
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
 	}
@@ -178,7 +184,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.explained = true
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
-	hold = quickHold
+	hold = max(quickHold, min(e.full.dryFor(sentAt), lockout)) // see dryFor
 	if e.locked > 0 || (e.drain && e.good == 0 && e.bad == 0) {
 		hold = e.span // locked out, or draining (see goOn): a whole span
 	}
@@ -195,6 +201,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine}
+	e.markFull(sentAt, min(hold, maxSpan))
 	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
 	return min(hold, maxSpan)
 }

@@ -195,6 +195,6 @@ func loglik(r, n, p float64) float64 {
 // undo takes back the cuts that noise explains: the pace goes back to top,
 // and what they taught of a limit is forgotten.
 func (e *estimator) undo(now time.Time, top float64) {
-	e.good, e.bad, e.downs, e.climbs, e.held, e.probing = 0, 0, 0, 0, 0, false
+	e.good, e.bad, e.downs, e.climbs, e.held, e.probing, e.measured = 0, 0, 0, 0, 0, false, false
 	e.shift(now, min(top, e.ceil))
 }

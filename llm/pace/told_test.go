@@ -46,9 +46,10 @@ func TestEstimatorToldFirstCut(t *testing.T) {
 	}
 }
 
-// TestEstimatorToldNotHalvedBeforeAnswers: told the limit, refusals that
-// come before any answer (answers slower than the window) do not halve
-// the pace, as refusals of most of what was sent would.
+// TestEstimatorToldNotHalvedBeforeAnswers: told the limit or not,
+// refusals that come before any answer (answers slower than the window)
+// do not halve the pace, as refusals of most of what was sent would: a
+// refusal comes back at once, and what is not refused is on its way.
 func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -56,7 +57,7 @@ func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
 		want float64
 	}{
 		{"told: the pace the user gave", 10, 10},
-		{"told nothing: halved", math.Inf(1), 5},
+		{"told nothing: the pace found", math.Inf(1), 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := estimator{ceil: tc.ceil, adapt: true, rate: 10, span: time.Minute, patience: firstPatience, drained: true, ep: epoch{start: t0, judged: t0}}

@@ -1,0 +1,138 @@
+package pace
+
+import "time"
+
+// What the server took between two of its refusals. Whatever its
+// algorithm, a limiter that refuses a request is full at that instant (a
+// bucket's or a GCRA's burst is spent, a window's room is taken), so what
+// it admitted from one refusal to the next, over the time between, is what
+// it lets through a second: within a request for a bucket or a GCRA,
+// whatever its burst, and within a window's worth for a window. (Where it
+// had room to spare in between, the pace well under its rate, it is the
+// rate sent instead, which the server let through: a cut under it is a
+// cut under what was sent.) A pace's own epoch, begun after a cut under
+// the rate, is no such measure: the burst that came back meanwhile holds a
+// probe over the rate for minutes. Refusals come back at once, so what was
+// sent and not refused by the second refusal counts as taken, however
+// slow the answers.
+
+// dryMost is the longest run of refusals with nothing taken that bounds
+// the rate (see dryRate). A bucket of 24 a minute ends such runs in 2.5 s;
+// a fixed window or a sliding log of a minute, at their wall, after up to
+// a minute: bounded by one request in so long, they took 2.3x their time
+// (1.2x and 1.65x with 3 s, 1.8x and 1.65x with 5 s; the leaky bucket of a
+// minute was refused twice as often with 2 s).
+const dryMost = 3 * time.Second
+
+// sinceFull counts the units sent and refused, and the time held, since
+// the refusals marked (the first of each episode: see markFull).
+type sinceFull struct {
+	sent, nays float64       // units sent and refused, in all
+	held       time.Duration // time held after refusals, in all
+	last, dry  fullMark      // the refusal last marked; the first since which the server took nothing
+	burst      float64       // units taken before the first refusal of all: the most the server holds
+}
+
+// fullMark is a refusal marked: when its request went, and the counts then.
+type fullMark struct {
+	at         time.Time // zero: none
+	sent, nays float64
+	held       time.Duration
+}
+
+// took returns the units the server took from mark m until now (sent and
+// not refused), the time from m to at, the sending of a request refused,
+// and that time less the holds in it; ok is false with no mark, or at
+// before it.
+func (f *sinceFull) took(m fullMark, at time.Time) (units float64, d, busy time.Duration, ok bool) {
+	if m.at.IsZero() || !at.After(m.at) {
+		return 0, 0, 0, false
+	}
+	d = at.Sub(m.at)
+	return (f.sent - m.sent) - (f.nays - m.nays), d, max(d-(f.held-m.held), 0), true
+}
+
+// markFull notes that the server was full when the request refused, sent
+// at sentAt, went, and the lane holds for hold: the episode's cut learns
+// what the server took since the refusal marked before, and how long it
+// has taken nothing since the first of a run of refusals.
+func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
+	f := &e.full
+	if f.last.at.IsZero() {
+		f.burst = f.sent - f.nays
+	}
+	e.cut.took, _, e.cut.since, _ = f.took(f.last, sentAt)
+	if e.cut.dry = f.dryFor(sentAt); e.cut.dry == 0 {
+		f.dry = fullMark{sentAt, f.sent, f.nays, f.held}
+	}
+	f.last = fullMark{sentAt, f.sent, f.nays, f.held}
+	f.held += hold
+}
+
+// fullRate returns the rate the server took at from the last refusal
+// marked to cut's, the holds between left out (a window may have emptied
+// in them), and how far over it the server's rate may lie: a window's
+// worth (a span's) over that time, since a window takes a whole one at
+// its wall (a bucket, a request's worth only). It says nothing over less
+// than four spans, or eight of the requests refused; nor over longer than
+// the server's burst (what it took before its first refusal) lasts a pace
+// a twentieth under the rate (see cutTo): a bucket emptied under the pace
+// since, and what it took is only what was sent.
+func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
+	if cut.since < 4*e.span || cut.took < minAnswers*cut.n {
+		return 0, 0, false
+	}
+	rate = cut.took / cut.since.Seconds()
+	if (1-cutTo)*rate*cut.since.Seconds() > e.full.burst {
+		return 0, 0, false
+	}
+	return rate, e.span.Seconds() / cut.since.Seconds(), true
+}
+
+// dryRate returns the most the server can let through a second when it
+// took nothing of what was sent from a refusal a second or more before
+// cut's to it: a bucket full at the first and still at the last leaked
+// less than cut's request between. (A window refuses so up to its wall,
+// a second at least, the shortest any is taken to be.) Not once the run
+// has lasted dryMost: that is more likely a window longer than a
+// second's, and the lane holds until it ends (see dryRun).
+func (e *estimator) dryRate(cut pending) (float64, bool) {
+	if cut.dry < minSpan || cut.dry >= dryMost {
+		return 0, false
+	}
+	return cut.n / cut.dry.Seconds(), true
+}
+
+// measuredCut bounds the cut to next by what the server took between its
+// refusals (see fullRate, dryRate).
+func (e *estimator) measuredCut(cut pending, next, bad float64) (float64, float64) {
+	e.measured = false
+	if r, slack, ok := e.fullRate(cut); ok && next > r*(1+slack) {
+		// Its rate, give or take a window's worth, however long a
+		// burst that came back under a cut held a probe over it: a
+		// pace over that is no pace held.
+		e.measured = true
+		return cutTo * r, min(bad, r)
+	}
+	if r, ok := e.dryRate(cut); ok && cutTo*r < next {
+		return cutTo * r, min(bad, r) // refused all along: under what one request a while lets through
+	}
+	return next, bad
+}
+
+// dryFor returns how long the server has taken nothing of what was sent,
+// from the first of a run of refusals to that of a request sent at
+// sentAt; 0 if it took some since. It is also the least hold such a
+// refusal sets, up to lockout: a bucket that refused all along so long
+// lets through one request in as long at least (see dryRate), and
+// probing it sooner is refused; a window of a second has its wall a
+// second after its first refusal at most, which the holds doubling from
+// a quarter second overshoot by a fraction of it. (Longer runs are a
+// longer window's, which dryRun's lockout holds for: doubling on, a
+// sliding log of a minute took 2.1x its time, 1.5x without.)
+func (f *sinceFull) dryFor(sentAt time.Time) time.Duration {
+	if took, d, _, ok := f.took(f.dry, sentAt); ok && took <= 0 {
+		return d
+	}
+	return 0
+}

@@ -1,0 +1,146 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// every returns k requests of one unit sent every gap from start, each
+// admitted after latency (not at all, if it is longer than forever).
+func every(k int, start, gap, latency time.Duration) []step {
+	var out []step
+	for i := range k {
+		sent := start + time.Duration(i)*gap
+		out = append(out, step{what: "send", n: 1})
+		if latency < forever {
+			out = append(out, step{what: "ok", send: sent, seen: sent + latency, n: 1})
+		}
+	}
+	return out
+}
+
+const forever = time.Hour
+
+// untoldAt returns an untold estimator pacing at rate, a span of 2 s, its
+// epoch begun at start.
+func untoldAt(rate float64, start time.Time) estimator {
+	return estimator{ceil: math.Inf(1), adapt: true, rate: rate, span: 2 * time.Second, patience: firstPatience,
+		ep: epoch{start: start, judged: start}}
+}
+
+// TestEstimatorFullRate: a bucket of 24 a minute with a burst of 7 refused
+// at 0 s, was sent 0.38 a second for 30 s, then a probe at 0.5 for 10 s,
+// which its burst held until it refused at 40 s. The probe's epoch had too
+// few answers to measure and went over a pace held (0.45): the search
+// went back to it, over the rate. What the bucket took from the refusal
+// at 0 s to this one, 17 in 40 s, is its rate; the cut goes a twentieth
+// under it.
+func TestEstimatorFullRate(t *testing.T) {
+	e := untoldAt(0.45, t0)
+	play(&e, cat(every(7, 0, 0, 10*time.Millisecond), // its burst, then full
+		[]step{{what: "send", n: 1}, {what: "refused", seen: 0, n: 1}, {what: "tick", seen: 300 * time.Millisecond}}))
+	e.good, e.bad, e.rate = 0.45, 0.6, 0.38
+	play(&e, every(12, 300*time.Millisecond, 2600*time.Millisecond, 50*time.Millisecond))
+	e.shift(at(30*time.Second), 0.5)
+	play(&e, cat(every(5, 30*time.Second, 2*time.Second, 50*time.Millisecond), []step{
+		{what: "send", n: 1}, {what: "refused", send: 40 * time.Second, seen: 40 * time.Second, n: 1},
+		{what: "tick", seen: 41 * time.Second}}))
+	if want := cutTo * 17 / 40; math.Abs(e.pace()-want) > 0.02 {
+		t.Errorf("pace = %.3f, want %.3f, a twentieth under what the bucket took between refusals", e.pace(), want)
+	}
+	if !e.measured || math.Abs(e.bad-17.0/40) > 0.02 {
+		t.Errorf("bad = %.3f (measured %v), want 17/40 measured", e.bad, e.measured)
+	}
+	// A probe at the rate measured holds, as it should: it stays there,
+	// where taking it for a limit risen climbed over the rate.
+	e.rate, e.sinceProbe = e.bad, 10
+	if next := e.up(at(60 * time.Second)); next != e.bad || e.bad == 0 {
+		t.Errorf("after a probe at the measured rate held: next %.3f, bad %.3f; want it to stay at %.3f", next, e.bad, 17.0/40)
+	}
+}
+
+// TestEstimatorFullRateWindow: a window's wall lets through a whole window
+// at once, so between two refusals four spans apart a sliding counter took
+// a quarter over or under its rate. A measure within a window's worth of a
+// pace held does not cut it.
+func TestEstimatorFullRateWindow(t *testing.T) {
+	e := untoldAt(19, t0)
+	play(&e, cat(every(20, 0, 0, 10*time.Millisecond),
+		[]step{{what: "send", n: 1}, {what: "refused", seen: 0, n: 1}, {what: "tick", seen: 300 * time.Millisecond}}))
+	e.good, e.bad, e.rate = 19, 20, 19
+	play(&e, every(150, 300*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond)) // 150 in 7.5 s, then a step up
+	e.shift(at(7800*time.Millisecond), 20)
+	play(&e, cat(every(10, 7800*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond), []step{
+		{what: "send", n: 1}, {what: "refused", send: 8300 * time.Millisecond, seen: 8300 * time.Millisecond, n: 1},
+		{what: "tick", seen: 9 * time.Second}}))
+	if e.pace() != 19 || e.measured {
+		t.Errorf("pace = %.2f (measured %v), want back to 19, the pace held", e.pace(), e.measured)
+	}
+}
+
+// TestEstimatorDryRun: refused all along for over a second, the server
+// taking nothing, a bucket lets through less than one request in that
+// long: the pace goes under it, where the search had gone back to the
+// pace of the opening (7 a second) for want of answers. Each refusal of
+// the run holds the lane as long as the run has lasted.
+func TestEstimatorDryRun(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	play(&e, cat(every(7, 0, 0, 10*time.Millisecond), []step{{what: "send", n: 1},
+		{what: "refused", send: 20 * time.Millisecond, seen: 20 * time.Millisecond, n: 1}, {what: "tick", seen: 300 * time.Millisecond}}))
+	var holds []time.Duration
+	for _, d := range []time.Duration{300, 700, 1500} {
+		now := at(d * time.Millisecond)
+		e.sent(1)
+		holds = append(holds, e.refused(now, now, 1, 0))
+		e.tick(now.Add(holds[len(holds)-1]))
+	}
+	if want := cutTo / 1.48; math.Abs(e.pace()-want) > 0.01 {
+		t.Errorf("pace = %.3f, want %.3f: a twentieth under one request in the 1.48 s refused", e.pace(), want)
+	}
+	if holds[1] < 680*time.Millisecond {
+		t.Errorf("holds %v: the second, refused 0.68 s after the first, want as long at least", holds)
+	}
+}
+
+// TestEstimatorSlowAnswers: answers slower than a minute's window, three
+// refusals of twenty sent, after cuts in a row, are no halving and no
+// lockout: what was sent and not refused is on its way, a refusal coming
+// back at once.
+func TestEstimatorSlowAnswers(t *testing.T) {
+	e := untoldAt(0.45, t0)
+	e.bad, e.downs = 0.5, 2
+	play(&e, cat(every(17, 0, 1300*time.Millisecond, forever), []step{
+		{what: "send", n: 1}, {what: "refused", send: 22 * time.Second, seen: 22 * time.Second, n: 1},
+		{what: "send", n: 1}, {what: "refused", send: 22 * time.Second, seen: 22 * time.Second, n: 1},
+		{what: "send", n: 1}, {what: "refused", send: 22 * time.Second, seen: 22 * time.Second, n: 1},
+		{what: "tick", seen: 23 * time.Second}}))
+	if e.pace() < cutLeast*0.45*0.99 {
+		t.Errorf("pace = %.3f, want a tenth under 0.45 at most", e.pace())
+	}
+	if e.locked != 0 {
+		t.Errorf("locked %d, want 0: 17 of 20 sent are on their way", e.locked)
+	}
+}
+
+// TestEstimatorDryRunLong: a run of refusals longer than dryMost is more
+// likely a window of a minute spent than a bucket this slow: no bound of
+// one request in so long, and no hold longer than lockout of its own.
+func TestEstimatorDryRunLong(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	play(&e, cat(every(7, 0, 0, 10*time.Millisecond), []step{{what: "send", n: 1},
+		{what: "refused", send: 20 * time.Millisecond, seen: 20 * time.Millisecond, n: 1}, {what: "tick", seen: 300 * time.Millisecond}}))
+	e.sent(1)
+	e.admitted(at(time.Second), at(900*time.Millisecond), 1) // slow answers known: a lockout is shown by refusals
+	for _, d := range []time.Duration{4, 8} {
+		now := at(d * time.Second)
+		e.sent(1)
+		if hold := e.refused(now, now, 1, 0); hold > lockout && e.locked == 0 {
+			t.Errorf("refused %v into the run: hold %v, want lockout (%v) at most", d*time.Second, hold, lockout)
+		}
+		if r, ok := e.dryRate(e.cut); ok {
+			t.Errorf("refused %v into the run: bounded to %.3f a second, want no bound", d*time.Second, r)
+		}
+		e.tick(now.Add(e.cut.decideAt.Sub(now)))
+	}
+}
