@@ -49,6 +49,7 @@ type window struct {
 	excess float64       // units the reading counted besides the lane's own
 	period time.Duration // the longest reset seen: a window lasts at least this
 	refill float64       // units a second a bucket gains back; 0: not a bucket
+	sized  bool          // limit is the bucket's size its resets show, not the one told (see sizeBucket)
 	most   int           // the most a reading said was left
 	fine   bool          // a reset was given finer than in whole seconds
 	many   bool          // a reading told other windows of its unit besides its own (see toldWindow)
@@ -120,7 +121,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	if !reset.After(now) && max(r.Limit, w.limit) <= 0 {
 		return // all back, of a size not known: old news
 	}
-	if r.Limit > 0 {
+	if r.Limit > 0 && !w.sized {
 		w.limit = r.Limit
 	}
 	w.most = max(w.most, r.Left)
