@@ -48,6 +48,7 @@ func (ln *lane) releaseSlot() {
 // were the cap's. ln.mu is held.
 func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 	was := ln.gate.policy.cap
+	ln.tok.heard = ln.tok.heard || st != lostIt // see byPhases
 	found := ln.gate.policy.answered(now, p.seq, st)
 	ln.capChanged(now, was, found)
 	return found

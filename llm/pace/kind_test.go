@@ -118,3 +118,31 @@ func TestCounterOfProbe(t *testing.T) {
 		t.Errorf("a log of 2 minutes admitting a probe: counter of %v", w.ctr.length)
 	}
 }
+
+// TestWallReachedOnTheWay: a request sent within a guard before a fixed
+// window's end may reach the server after it, and be counted in the next
+// window, its reset a whole window on: that is no move before the end,
+// and a fixed second so read (1 ms before each end, as in the zoo) is a
+// wall, not a counter of 999 ms.
+func TestWallReachedOnTheWay(t *testing.T) {
+	ms := time.Millisecond
+	var w window
+	seq := 0.0
+	read := func(sent, reset time.Duration) {
+		seq++
+		w.sent(at(sent), seq)
+		w.read(Reading{Told: true, Limit: 10_000, Left: 9_000, Reset: reset}, at(sent), at(sent+1500*ms), seq)
+	}
+	for k := range 6 {
+		start := time.Duration(k) * time.Second
+		read(start+100*ms, 900*ms)
+		read(start+500*ms, 500*ms)
+		read(start+999*ms, time.Second) // reached the server at the end: counted in the next
+	}
+	if w.ctr.length != 0 {
+		t.Errorf("a fixed second, sends 1 ms before its ends counted after them: a counter of %v", w.ctr.length)
+	}
+	if !w.wall {
+		t.Error("a fixed second, sends 1 ms before its ends counted after them: not a wall")
+	}
+}

@@ -43,6 +43,7 @@ type quantity struct {
 	// opening: until the lane's first answer, the most the pace may be,
 	// a second (see Limiter.opening); 0: no cap.
 	opening float64
+	heard   bool // the server has answered a request of the lane (see byPhases)
 }
 
 func newLane(l *Limiter, model string) *lane {

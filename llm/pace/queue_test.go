@@ -9,11 +9,13 @@ import (
 
 // queued is a lane paced at 1,000 tokens a second (told 60,000 a minute,
 // no margin) whose own second holds sent, sent at t0, and whose queue
-// holds a waiting turn of each of sizes, in that order.
+// holds a waiting turn of each of sizes, in that order; it has heard from
+// the server (see byPhases).
 func queued(t0 time.Time, sent float64, sizes ...float64) (*lane, []*turn) {
 	l := New(Config{TPM: 60_000, Concurrency: 8})
 	l.now = func() time.Time { return t0 }
 	ln := l.lane("m")
+	ln.tok.heard = true
 	if sent > 0 {
 		ln.tok.count = sent
 		ln.tok.win.sent(t0, sent)

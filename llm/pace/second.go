@@ -38,6 +38,12 @@ func (q *quantity) inSecond(now time.Time, n, held, kept float64) (ok bool, wait
 	if ok, wait = q.fitsSecond(now, n, held, kept, capped); !ok && capped < most {
 		wait = max(min(wait, q.back.until.Sub(now)), time.Millisecond) // when it ends, it may fit
 	}
+	if ok && q.byPhases(now, q.ownSecond()) {
+		if kept > capped {
+			kept = 0 // as fitsSecond: the kept request is not held by the second
+		}
+		ok, wait = q.inPhases(now, q.ownSecond(), n+held+kept, capped) // see phases.go
+	}
 	return ok, wait
 }
 

@@ -10,9 +10,10 @@ import (
 )
 
 // secondAt is a token quantity paced at 1,000 a second that sent, at each
-// offset from t0, the units given.
+// offset from t0, the units given, and has heard from the server (see
+// byPhases).
 func secondAt(t0 time.Time, sends map[time.Duration]float64, order []time.Duration) *quantity {
-	q := &quantity{lim: rate.NewLimiter(1000, 1000)}
+	q := &quantity{lim: rate.NewLimiter(1000, 1000), heard: true}
 	for _, d := range order {
 		q.count += sends[d]
 		q.win.sent(t0.Add(d), q.count)
