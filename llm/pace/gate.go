@@ -18,8 +18,7 @@ func (ln *lane) takeSlot(ctx context.Context, t *turn) error {
 		ln.mu.Lock()
 		now := ln.l.now()
 		ln.tick(now)
-		limit := ln.slotShare(ln.gate.policy.limit(now))
-		if limit <= 0 || ln.gate.inFlight < limit {
+		if limit := ln.slotLimit(now); limit <= 0 || ln.gate.inFlight < limit {
 			ln.gate.inFlight++
 			ln.mu.Unlock()
 			return nil
@@ -33,6 +32,24 @@ func (ln *lane) takeSlot(ctx context.Context, t *turn) error {
 			return err
 		}
 	}
+}
+
+// slotLimit returns how many of the lane's requests may hold a slot at
+// now; 0: no limit. ln.mu is held.
+func (ln *lane) slotLimit(now time.Time) int {
+	return ln.slotShare(ln.gate.policy.limit(now))
+}
+
+// overGate reports whether the slots taken are more than the gate allows
+// now: a cap found or lowered after they were taken. A request that took
+// its slot before and waited since (for the paces, say) must not go then:
+// found while the pause its refusals set held thirty at the paces, a cap
+// of 1 let all thirty go at once when it lifted the pause, and the server
+// refused 29 (5.7% of the run). It gives its slot back and waits for one
+// under the cap. ln.mu is held.
+func (ln *lane) overGate(now time.Time) bool {
+	limit := ln.slotLimit(now)
+	return limit > 0 && ln.gate.inFlight > limit
 }
 
 func (ln *lane) releaseSlot() {

@@ -126,3 +126,45 @@ func runLane(t *testing.T, l *Limiter, n, workers int, serve func(time.Time) (bo
 	wg.Wait()
 	return refused
 }
+
+// TestCapHoldsSlotsTaken: requests that took their slots before a cap was
+// found, and wait at the pace since, go under the cap, not all at once
+// when the pace lets them (see overGate).
+func TestCapHoldsSlotsTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{RPM: 60, Concurrency: 8, Adapt: true}) // a request a second
+		sent := make(chan *Permit, 8)
+		for range 4 {
+			go func() {
+				p, err := l.Acquire(context.Background(), "m", 0)
+				if err != nil {
+					t.Error(err)
+				}
+				sent <- p
+			}()
+		}
+		first := <-sent // the others hold slots (8 allowed) and wait at the pace
+		synctest.Wait()
+		ln := l.lane("m")
+		ln.mu.Lock()
+		ln.gate.policy.cap, ln.gate.policy.since = 1, time.Now() // a cap of 1 found now,
+		ln.gate.policy.patience = capMaxPatience                 // not probed higher in this test
+		ln.wake()
+		ln.mu.Unlock()
+		time.Sleep(5 * time.Second) // the pace lets all three go meanwhile
+		synctest.Wait()
+		if n := len(sent); n > 0 {
+			t.Fatalf("%d more sent with the first still in flight under a cap of 1", n)
+		}
+		first.Done(Outcome{Result: Admitted})
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := len(sent); n != 1 {
+			t.Fatalf("%d sent once the first was answered, want 1", n)
+		}
+		for range 2 {
+			(<-sent).Done(Outcome{Result: Admitted})
+		}
+		(<-sent).Done(Outcome{Result: Admitted})
+	})
+}

@@ -238,8 +238,9 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	return okR && okT && okS, max(dR, dT, dS)
 }
 
-// send lets t go, counted, unless a pause began (paused) or its room went
-// while it waited for the paces.
+// send lets t go, counted, unless a pause began (paused), or its room
+// went or the gate closed on its slot (see overGate) while it waited for
+// the paces.
 func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
@@ -249,7 +250,7 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 		return nil, true
 	}
 	ln.pass(t, true) // its turn at the paces is taken: it steps aside for none
-	if ok, _ := ln.fits(now, t); !ok {
+	if ok, _ := ln.fits(now, t); !ok || ln.overGate(now) {
 		ln.pass(t, false)
 		return nil, false
 	}
