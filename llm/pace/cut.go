@@ -31,6 +31,14 @@ func (e *estimator) decide(now time.Time) {
 		e.shift(now, max(cutTo*r, minRate, e.floor))
 		return
 	}
+	if r, ok := e.trackedAgain(cut); ok {
+		// Refused again with no pace, the tracker following the
+		// window: the room it took to be back was not (see trackedAgain).
+		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
+		e.bad, e.climbs, e.downs, e.measured = r, 0, 1, true
+		e.shift(now, max(cutTo*r, minRate, e.floor))
+		return
+	}
 	// Refused again after a cut, all that was sent (what is not refused
 	// yet is on its way: a refusal comes back at once).
 	locked := e.ep.admitted == 0 && e.ep.refused >= e.ep.sent && e.ep.answers >= minLocked && e.bad > 0
