@@ -140,6 +140,17 @@ func (f *sinceFull) dryFor(sentAt time.Time) time.Duration {
 	return 0
 }
 
+// unpaced returns the server's rate a refusal with no pace shows, if
+// any: by its hint (see hinted), or by what the server took since the
+// refusal before (see trackedAgain), which is a measure (see up).
+func (e *estimator) unpaced(cut pending) (r float64, measured, ok bool) {
+	if r, ok = e.hinted(cut); ok {
+		return r, false, true
+	}
+	r, ok = e.trackedAgain(cut)
+	return r, ok, ok
+}
+
 // trackedAgain returns, for a refusal with no pace whose headers told the
 // window (the lane's tracker following what it has left), the server's
 // rate as what it took since the refusal before, over the whole time
