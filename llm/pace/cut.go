@@ -22,12 +22,12 @@ import (
 func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate = pending{}, cut.rate
-	if r, ok := e.hinted(cut); ok {
-		// The first refusal of all, its hint a window's: the server
-		// took what it took in the window the hint shows, and that is
-		// its rate; above it lies refusal (a whole hint's hold each).
+	if r, measured, ok := e.unpaced(cut); ok {
+		// The first refusal of all, its hint a window's, or one again
+		// with the tracker following the window the refusals tell:
+		// what the server took shows its rate; above it lies refusal.
 		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
-		e.bad, e.climbs, e.downs, e.measured = r, 0, 1, false
+		e.bad, e.climbs, e.downs, e.measured = r, 0, 1, measured
 		e.shift(now, max(cutTo*r, minRate, e.floor))
 		return
 	}

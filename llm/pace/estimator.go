@@ -92,7 +92,8 @@ type pending struct {
 	shown, fine    bool          // its headers told the window; its hint was finer than whole seconds
 	hint           time.Duration // the server's hint; 0: none
 	took           float64       // units taken since the refusal before, at the server's full (see sinceFull)
-	since          time.Duration // the time since it; 0: none
+	since          time.Duration // the time since it, the holds left out; 0: none
+	between        time.Duration // the time since it, holds and all
 	dry            time.Duration // how long the server had taken nothing since a refusal (see dryRate)
 }
 

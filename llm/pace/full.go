@@ -1,6 +1,9 @@
 package pace
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // What the server took between two of its refusals. Whatever its
 // algorithm, a limiter that refuses a request is full at that instant (a
@@ -61,7 +64,7 @@ func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	if f.last.at.IsZero() {
 		f.burst = f.sent - f.nays
 	}
-	e.cut.took, _, e.cut.since, _ = f.took(f.last, sentAt)
+	e.cut.took, e.cut.between, e.cut.since, _ = f.took(f.last, sentAt)
 	if e.cut.dry = f.dryFor(sentAt); e.cut.dry == 0 {
 		f.dry = fullMark{sentAt, f.sent, f.nays, f.held}
 	}
@@ -135,4 +138,37 @@ func (f *sinceFull) dryFor(sentAt time.Time) time.Duration {
 		return d
 	}
 	return 0
+}
+
+// unpaced returns the server's rate a refusal with no pace shows, if
+// any: by its hint (see hinted), or by what the server took since the
+// refusal before (see trackedAgain), which is a measure (see up).
+func (e *estimator) unpaced(cut pending) (r float64, measured, ok bool) {
+	if r, ok = e.hinted(cut); ok {
+		return r, false, true
+	}
+	r, ok = e.trackedAgain(cut)
+	return r, ok, ok
+}
+
+// trackedAgain returns, for a refusal with no pace whose headers told the
+// window (the lane's tracker following what it has left), the server's
+// rate as what it took since the refusal before, over the whole time
+// between, holds and all: refused there, it was full, and refused here,
+// full again, so it let through no more meanwhile than its rate over that
+// time (a bucket, a request more; a window, a window's worth over its
+// length). The tracker's room came back wrong: a bucket's time to full
+// taken for a window of its told limit lets the whole limit go at each
+// reset, and the burst back is refused. A GCRA of 24 a minute with a
+// burst of 7, told GitHub's way, answered 90 s late (only refusals come
+// back in time to tell), was refused at every reset for 90 s so. Not
+// over less than twice lockout: resets in whole seconds place the times
+// a lane held to them a second off, and a burst of a few sent back after
+// a hint of a second says how small it is, not how fast it refills (a
+// GCRA of 20 a second with a burst of 5 so measured 7 a second).
+func (e *estimator) trackedAgain(cut pending) (float64, bool) {
+	if !math.IsInf(cut.rate, 1) || !cut.shown || cut.took < 2*cut.n || cut.between < 2*lockout {
+		return 0, false
+	}
+	return cut.took / cut.between.Seconds(), true
 }

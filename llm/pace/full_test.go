@@ -144,3 +144,35 @@ func TestEstimatorDryRunLong(t *testing.T) {
 		e.tick(now.Add(e.cut.decideAt.Sub(now)))
 	}
 }
+
+// TestEstimatorTrackedAgain: a GCRA of 24 a minute with a burst of 7,
+// told GitHub's way and answered 90 s late: the lane, its tracker
+// following the window the refusals tell, sends the burst at 0 s and at
+// the reset 17.75 s later, the eighth refused each time. With no pace,
+// what the server took between the two refusals, over the whole time
+// between, is its rate: the pace goes a twentieth under it, where it
+// stayed none and the tracker sent the burst back at every reset. Two
+// refusals a second apart (a hint of a second's) measure nothing.
+func TestEstimatorTrackedAgain(t *testing.T) {
+	burst := func(e *estimator, at0, hint time.Duration) {
+		play(e, every(7, at0, 0, forever))
+		e.shown = true
+		play(e, []step{{what: "send", n: 1}, {what: "refused", send: at0, seen: at0, n: 1, hint: hint},
+			{what: "tick", seen: at0 + hint}})
+	}
+	e := newEstimator(math.Inf(1), true, t0)
+	burst(&e, 250*time.Millisecond, 3*time.Second)
+	if !math.IsInf(e.pace(), 1) {
+		t.Fatalf("after the first refusal, shown: pace %.3f, want none (the tracker holds the sends)", e.pace())
+	}
+	burst(&e, 18*time.Second, 2*time.Second)
+	if want := cutTo * 7 / 17.75; math.Abs(e.pace()-want) > 0.01 || !e.measured {
+		t.Errorf("after the burst back at the reset was refused: pace %.3f (measured %v), want %.3f measured", e.pace(), e.measured, want)
+	}
+	e = newEstimator(math.Inf(1), true, t0)
+	burst(&e, 500*time.Millisecond, time.Second)
+	burst(&e, 1500*time.Millisecond, time.Second)
+	if !math.IsInf(e.pace(), 1) {
+		t.Errorf("refused again a second later: pace %.3f, want none", e.pace())
+	}
+}
