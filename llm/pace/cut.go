@@ -27,7 +27,7 @@ func (e *estimator) decide(now time.Time) {
 		// with the tracker following the window the refusals tell:
 		// what the server took shows its rate; above it lies refusal.
 		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
-		e.bad, e.climbs, e.downs, e.measured = r, 0, 1, measured
+		e.bad, e.climbs, e.downs, e.measured, e.sinceProbe = r, 0, 1, measured, 0
 		e.shift(now, max(cutTo*r, minRate, e.floor))
 		return
 	}

@@ -169,6 +169,15 @@ func TestEstimatorTrackedAgain(t *testing.T) {
 	if want := cutTo * 7 / 17.75; math.Abs(e.pace()-want) > 0.01 || !e.measured {
 		t.Errorf("after the burst back at the reset was refused: pace %.3f (measured %v), want %.3f measured", e.pace(), e.measured, want)
 	}
+	// Many admitted before: the probe's wait counts from the measure, so a
+	// probe at it that holds stays there.
+	e = newEstimator(math.Inf(1), true, t0)
+	burst(&e, 250*time.Millisecond, 3*time.Second)
+	e.sinceProbe = 500
+	burst(&e, 18*time.Second, 2*time.Second)
+	if e.sinceProbe != 0 {
+		t.Errorf("after the measure: %d admitted since the last probe, want 0", e.sinceProbe)
+	}
 	e = newEstimator(math.Inf(1), true, t0)
 	burst(&e, 500*time.Millisecond, time.Second)
 	burst(&e, 1500*time.Millisecond, time.Second)

@@ -26,8 +26,9 @@ import (
 // what the own second held of the others and the refused request's units,
 // and until that request's second has passed, the own second holds no
 // more than what it held of the others and half of those units (the
-// limit lies somewhere below the sum). Refusals by noise or a false claim
-// (see contradicted) go their own way and refund nothing.
+// limit lies somewhere below the sum). Refusals by a false claim (see
+// contradicted), and a probe's, refund nothing; one the noise level
+// explains is refunded like any other, its window taken for full.
 
 // keepRefunds is how long a refund is kept: longer than the told minute
 // and any own second (a second and a guard of 50 ms at most).
@@ -47,7 +48,7 @@ type refunds struct {
 // refusal come back at now; full tells the refusal was about this
 // quantity, whose window was then full (see above).
 func (q *quantity) refund(now, sent time.Time, n float64, full bool) {
-	if n <= 0 || q.win.counting() {
+	if n <= 0 || q.win.counts() {
 		return
 	}
 	q.back.add(now, sent, n)
@@ -106,7 +107,12 @@ func (r *refunds) after(t time.Time) float64 {
 }
 
 // refunded reports whether the lane's own count has refunds to take out.
-func (q *quantity) refunded() bool { return !q.win.counting() && len(q.back.at) > 0 }
+func (q *quantity) refunded() bool { return !q.win.counts() && len(q.back.at) > 0 }
+
+// counts reports whether the window is known to be a sliding counter,
+// which counts refused requests too: followed as one, or paced under its
+// limit for resets too coarse to follow (see counter.blurred).
+func (w *window) counts() bool { return w.ctr.length > 0 && w.limit > 0 }
 
 // heldAfter is what the server holds, as far as the lane knows, of its
 // sends after t: what went, less what was refused of it.

@@ -44,6 +44,12 @@ func TestRefund(t *testing.T) {
 	if ok, _ := q.inSecond(now, 150, 0, 0); ok {
 		t.Error("a sliding counter's refusal: 150 fitted, want the 400 still counted")
 	}
+	q = sent()
+	q.win.ctr.length, q.win.ctr.tick, q.win.limit = time.Second, time.Second, 1000 // a counter told in whole seconds (blurred)
+	q.refund(now, refused, 400, true)
+	if ok, _ := q.inSecond(now, 150, 0, 0); ok {
+		t.Error("a blurred sliding counter's refusal: 150 fitted, want the 400 still counted")
+	}
 }
 
 // TestRefundsAfter: what was refused of the sends after a time, refunds
