@@ -16,16 +16,8 @@ import (
 func (r *run) pack(items <-chan *Item, groups chan<- []*Item) error {
 	defer close(groups)
 	if !r.cfg.Merge {
-		for {
-			select {
-			case it, ok := <-items:
-				if !ok || !r.hand(groups, []*Item{it}) {
-					return nil
-				}
-			case <-r.drained.Done():
-				return nil
-			}
-		}
+		r.passAlone(items, groups)
+		return nil
 	}
 	p := NewPacker(r.cfg.Packer)
 	t := time.NewTimer(time.Hour)
@@ -49,6 +41,21 @@ func (r *run) pack(items <-chan *Item, groups chan<- []*Item) error {
 		}
 		if !r.hand(groups, due...) {
 			return nil
+		}
+	}
+}
+
+// passAlone passes each item on as a group of its own, until items is
+// closed and drained or the run drains.
+func (r *run) passAlone(items <-chan *Item, groups chan<- []*Item) {
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok || !r.hand(groups, []*Item{it}) {
+				return
+			}
+		case <-r.drained.Done():
+			return
 		}
 	}
 }

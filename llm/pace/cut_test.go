@@ -165,12 +165,9 @@ func TestEstimatorCuts(t *testing.T) {
 	})
 }
 
-// TestEstimatorShortEpochOverHeld: refused a quarter second after a step
-// up from a pace held, an epoch whose refused tokens outweigh what it
-// admitted (one long prompt) goes back to the pace held; it used to take
-// what a quarter second admitted, over a second, for the server's rate.
-func TestEstimatorShortEpochOverHeld(t *testing.T) {
-	e := estimator{ceil: math.Inf(1), adapt: true, rate: 10000, good: 7000, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+// oneLongRefused plays a young epoch of ten short requests admitted in its
+// first 0.2 s, then one long prompt refused, and ticks at 1 s.
+func oneLongRefused(e *estimator) {
 	for i := range 10 {
 		e.sent(60)
 		sent := at(time.Duration(i) * 20 * time.Millisecond)
@@ -179,6 +176,15 @@ func TestEstimatorShortEpochOverHeld(t *testing.T) {
 	e.sent(3200)
 	e.refused(at(250*time.Millisecond), at(200*time.Millisecond), 3200, 0)
 	e.tick(at(time.Second))
+}
+
+// TestEstimatorShortEpochOverHeld: refused a quarter second after a step
+// up from a pace held, an epoch whose refused tokens outweigh what it
+// admitted (one long prompt) goes back to the pace held; it used to take
+// what a quarter second admitted, over a second, for the server's rate.
+func TestEstimatorShortEpochOverHeld(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 10000, good: 7000, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	oneLongRefused(&e)
 	if e.pace() < 6000 {
 		t.Errorf("pace = %v, want back near the pace held, 7000", e.pace())
 	}
@@ -192,14 +198,7 @@ func TestEstimatorShortEpochOverHeld(t *testing.T) {
 // 10,000 tokens a second with no headers was held at 3,300 for 20 s).
 func TestEstimatorShortEpochOneRefusal(t *testing.T) {
 	e := estimator{ceil: math.Inf(1), adapt: true, rate: 9000, good: 9500, bad: 10500, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
-	for i := range 10 {
-		e.sent(60)
-		sent := at(time.Duration(i) * 20 * time.Millisecond)
-		e.admitted(sent.Add(50*time.Millisecond), sent, 60)
-	}
-	e.sent(3200)
-	e.refused(at(250*time.Millisecond), at(200*time.Millisecond), 3200, 0)
-	e.tick(at(time.Second))
+	oneLongRefused(&e)
 	if e.pace() < 0.9*9000 {
 		t.Errorf("pace = %v, want a tenth under 9,000 at most", e.pace())
 	}
