@@ -190,8 +190,10 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 			e.climbs = 0
 		}
 		took := e.ep.admitted
-		if !enough {
-			took = cut.sent - e.ep.refused // see opening
+		if !enough || cut.decideAt.Sub(cut.at) < e.rtt {
+			// Answers slower than the hold (see opening): what was
+			// sent last before the refusal is yet to be answered.
+			took = cut.sent - e.ep.refused
 		}
 		return max(took/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
 	case enough && e.ep.nays >= 2 && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&

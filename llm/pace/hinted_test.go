@@ -164,6 +164,36 @@ func TestEstimatorOpeningSlowAnswers(t *testing.T) {
 	}
 }
 
+// TestEstimatorOpeningAnswersSlow: the first refusal of all, enough of
+// its epoch answered by the hold's end but the successes slower than the
+// hold (latency 1.5 s, a hold of one second): what the server admitted by
+// then is only what went in the first quarter second, and what was sent
+// and not refused is what it took. (A sliding counter of 20 a second so
+// measured 4 admitted a second, the pace cut to a quarter of what was
+// sent, and the run took 1.17-1.44x in one run of three.)
+func TestEstimatorOpeningAnswersSlow(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	for range 26 {
+		e.sent(1) // 26 in 0.75 s
+	}
+	refusedAt := at(750 * time.Millisecond)
+	var hold time.Duration
+	for range 6 {
+		hold = e.refused(refusedAt, refusedAt, 1, 0)
+	}
+	for i := range 4 { // those sent in the first quarter second, answered 1.5 s later
+		sent := at(time.Duration(i) * 50 * time.Millisecond)
+		e.admitted(sent.Add(1500*time.Millisecond), sent, 1)
+	}
+	if hold >= 1500*time.Millisecond {
+		t.Fatalf("hold %v: want one shorter than the answers", hold)
+	}
+	e.tick(refusedAt.Add(hold))
+	if p := e.pace(); p < 0.9*20 || p > 20 {
+		t.Errorf("pace %.2f, want the 20 sent and not refused, over a second", p)
+	}
+}
+
 // TestEstimatorCoarseHintCost: a refusal's hint of one whole second costs
 // the lane, once a pace has held, the quarter second of its own hold
 // (see coarse), and the steps up weigh that; a fine one costs itself.
