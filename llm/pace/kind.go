@@ -43,7 +43,7 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 	case d.Abs() <= tol:
 		w.stood = w.stood || sentAt.Sub(w.from) >= tol
 	default:
-		if d > 0 && (w.stood || w.unlikeLog(r, d, sentAt)) {
+		if d > 0 && !w.inStep(r) && (w.stood || w.unlikeLog(r, d, sentAt)) { // a bucket's move is none of these
 			early := 2 * w.guard() // the guard the end held has, and the way to the server
 			if !w.fine {
 				early += tol

@@ -16,7 +16,7 @@ type Config struct {
 	TPM         int          // estimated tokens per minute, per model; 0: unknown
 	Concurrency int          // requests in flight per model at most; 0: no limit here (the caller bounds it)
 	Adapt       bool         // learn the server's limits from its refusals and headers
-	Margin      float64      // a told RPM/TPM is paced at limit/(1+Margin), so a window-counting server never sees one too many and a run takes at most 1+Margin the time the limit allows; 0..0.5
+	Margin      float64      // a told RPM/TPM is paced at limit/(1+Margin), so a window-counting server never sees one too many and a run takes at most 1+Margin the time the limit allows (at the limit itself where the headers show a bucket refilling at it: see bucket.go); 0..0.5
 	Logger      *slog.Logger // each change of an effective limit at info level; default discards
 	Shared      Sharer       // limits shared with other processes using the key (DESIGN §9); nil: this process alone
 }

@@ -112,7 +112,8 @@ func (ln *lane) waitTurn(ctx context.Context, t *turn, lim func() *rate.Limiter,
 // one at a time; burst 0 (tokens) is a second's worth, starting empty: a
 // full bucket would add a second's worth to the first window the server
 // counts. Once the headers show a told window of longWindow or more that
-// keeps no unit past its length (toldWindow), the burst is its worth,
+// keeps no unit past its length (toldWindow), or a bucket refilling at
+// the told rate (toldBucket), the burst is its worth (a bucket's size),
 // starting full: the tracker holds the lane to what the server says it
 // has left.
 func (q *quantity) sync(now time.Time, burst int) {
@@ -140,8 +141,8 @@ func (q *quantity) sync(now time.Time, burst int) {
 	if cut {
 		q.drain(now, b)
 	}
-	if l, ok := q.toldWindow(); ok {
-		b = max(b, int(r*l.Seconds()))
+	if worth, ok := q.followed(r); ok {
+		b = max(b, worth)
 		if !q.filled {
 			// Shown the window now: as full as the tracker finds it. (A
 			// pace moved since, or a window shown again after another's
@@ -155,7 +156,9 @@ func (q *quantity) sync(now time.Time, burst int) {
 	}
 }
 
-// pace is the estimator's pace, held to the opening's until the first
+// pace is the estimator's pace (lifted to the told rate, the margin off,
+// where the headers show the told window to be a bucket: see lifted),
+// held to the opening's until the first
 // answer (see Limiter.opening), and, at a sliding counter whose fixed
 // windows' ends the tracker cannot place (see counter.blurred), to one
 // less than its limit a length: spread evenly, that many never fill it
@@ -163,7 +166,7 @@ func (q *quantity) sync(now time.Time, burst int) {
 // that many at most), where the told ceiling's 19.4 a second of 20 fills
 // some windows whole, the next one's first send refused.
 func (q *quantity) pace() float64 {
-	r := q.est.pace()
+	r := q.lifted(q.est.pace())
 	if w := &q.win; w.ctr.length > 0 && w.ctr.blurred() && w.limit > 1 {
 		r = min(r, float64(w.limit-1)/w.ctr.length.Seconds())
 	}
