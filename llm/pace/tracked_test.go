@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -60,6 +61,39 @@ func TestWallReadingsOutOfOrder(t *testing.T) {
 		w.read(srv.take(at(wall), 1000), at(wall), now, seqs[j])
 		if avail := w.avail(now, count); avail > 10_000 {
 			t.Errorf("after reading %d of the burst of 10,000 (the server counted it first): %.0f left, want 10,000 at most", i+1, avail)
+		}
+	}
+}
+
+// TestCutOverTrackedWindow: refusals of requests the tracker let go into a
+// fixed window its headers tell (its count off, not the pace) cut the pace
+// no lower than a twentieth under the window's rate. (Cut after cut a
+// tenth at a time, then deep, bench/tokens.sh took its pace to 0.73 of
+// the rate and ran 1.15-1.43x in three runs of seven.)
+func TestCutOverTrackedWindow(t *testing.T) {
+	for _, tracked := range []float64{20, 0} {
+		e := newEstimator(math.Inf(1), true, t0)
+		e.rate = 40
+		e.shift(t0, 40)
+		start := time.Duration(0)
+		for range 15 {
+			var steps []step
+			for i := range 40 {
+				sent := start + time.Duration(i)*25*time.Millisecond
+				steps = append(steps, step{what: "send", n: 1}, step{what: "ok", send: sent, seen: sent + 50*time.Millisecond, n: 1})
+			}
+			end := start + time.Second
+			e.shown, e.tracked = tracked > 0, tracked
+			steps = append(steps, step{what: "send", n: 5}, step{what: "refused", send: end, seen: end, n: 5, hint: 900 * time.Millisecond},
+				step{what: "tick", seen: end + time.Second})
+			play(&e, steps)
+			start = end + time.Second
+		}
+		switch {
+		case tracked > 0 && e.pace() < cutTo*tracked:
+			t.Errorf("tracked window of %v a second: cut to %.2f, want %.2f at least", tracked, e.pace(), cutTo*tracked)
+		case tracked == 0 && e.pace() >= cutTo*20:
+			t.Errorf("no window tracked: the cuts stopped at %.2f (the test says nothing)", e.pace())
 		}
 	}
 }
