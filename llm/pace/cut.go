@@ -66,7 +66,7 @@ func (e *estimator) decide(now time.Time) {
 	}
 	e.downs++
 	e.bad, e.held, e.sinceProbe = bad, 0, 0
-	e.shift(now, max(next, minRate, e.floor))
+	e.shift(now, max(next, e.least(cut)))
 }
 
 // hinted returns, for the first refusal of all (no pace yet), the
@@ -124,7 +124,7 @@ func (e *estimator) goOn(cut pending) {
 			e.shift(cut.decideAt, cut.rate) // and what follows is judged afresh
 			return
 		}
-		e.rate = max(cut.rate/2, minRate, e.floor)
+		e.rate = max(cut.rate/2, e.least(cut))
 	}
 }
 

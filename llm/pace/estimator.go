@@ -64,6 +64,7 @@ type estimator struct {
 	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
 	explained  bool          // the last refusal was one the known noise level accounts for
 	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows
+	tracked    float64       // the rate that window admits, as the tracker follows it (see admits); 0: not known
 	fine       bool          // its hint came finer than whole seconds
 	drained    bool          // it has, once
 	held       int           // spans held at a settled pace
@@ -95,6 +96,7 @@ type pending struct {
 	since          time.Duration // the time since it, the holds left out; 0: none
 	between        time.Duration // the time since it, holds and all
 	dry            time.Duration // how long the server had taken nothing since a refusal (see dryRate)
+	tracked        float64       // see estimator.tracked
 }
 
 // epoch is what was sent at one pace since start, and what came of it.
@@ -201,9 +203,9 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	}
 	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
-		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine}
+		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
 	e.markFull(sentAt, min(hold, maxSpan))
-	e.rate = max(cutLeast*e.cut.sentRate, minRate, e.floor)
+	e.rate = max(cutLeast*e.cut.sentRate, e.least(e.cut))
 	return min(hold, maxSpan)
 }
 

@@ -134,7 +134,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Tokens {
 		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
 	}
-	q.est.shown, q.est.fine = r.Told, o.FineHint
+	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r)
 	hint := o.Hint // what the lane's pause heeds
 	if coarse(hint) && !o.FineHint && q.est.adapt && (q.est.good > 0 || !math.IsInf(q.est.ceil, 1)) {
 		hint = 0 // see coarse; with no search there is no hold of the estimator's to pause for instead

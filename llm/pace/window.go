@@ -63,6 +63,7 @@ type window struct {
 	stood  bool          // the reset held has been told alike by requests sent apart
 	from   time.Time     // when the first request that told the reset held went
 	lag    time.Duration // the longest a reading came after its request went (see sent)
+	began  time.Time     // a fixed window's: when the one of the newest reading began, as the tracker holds its walls (see counted)
 }
 
 // guard is allowed for the way to the server: a reset counted from when a
@@ -137,19 +138,12 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	if w.limit > 0 {
 		used = float64(max(w.limit-r.Left, 0))
 	}
-	w.lo = max(seq-used, inWindow)
-	w.excess = used - (seq - w.lo)
+	w.lo, w.excess = w.counted(seq, used, inWindow, sentAt)
 	w.base = float64(r.Left) + used
 	if w.counting() {
 		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, w.length > 0, w.guard())
 	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
-}
-
-// rolled reports whether r, sent in the same instant as the reading held,
-// tells of a fixed window begun after it: more left, a reset over twice as far.
-func (w *window) rolled(r Reading, sentAt time.Time) bool {
-	return r.Left > int(w.left) && w.reset.Sub(sentAt)-w.guard() < r.Reset/2
 }
 
 // room reports whether n units fit now, besides kept (units promised to
