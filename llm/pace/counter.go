@@ -2,7 +2,6 @@ package pace
 
 import (
 	"cmp"
-	"math"
 	"time"
 )
 
@@ -33,6 +32,7 @@ type counter struct {
 	slack  time.Duration // how much earlier than the true one edge may be
 	tick   time.Duration // the unit the resets are told in (see tickOf); 0: none read yet
 	origin time.Time     // the first end told finely, from which later ones refine the length
+	votes  edgeVotes     // whether ends told in whole seconds are exact (see vote)
 }
 
 // move notes that a reset that stood still for stood moved on by d, to
@@ -85,10 +85,15 @@ func (c *counter) start(t time.Time) time.Time {
 // still weighed 0.13 at 119.75 s, and the 24th of its next minute, sent
 // after an end taken 0.25 s early, was refused.
 func (c *counter) own(log *sendLog, t time.Time, count float64) float64 {
+	return c.ownWith(log, t, count, c.slack)
+}
+
+// ownWith is own with the ends taken up to slack early.
+func (c *counter) ownWith(log *sendLog, t time.Time, count float64, slack time.Duration) float64 {
 	s := c.start(t)
 	before, earlier := log.countAt(s.Add(-1)), log.countAt(s.Add(-c.length-1))
-	n := count - before + (before-earlier)*(1-c.into(t, s))
-	if late := s.Add(c.tick).Sub(t); late > 0 {
+	n := count - before + (before-earlier)*(1-max(t.Sub(s)-slack, 0).Seconds()/c.length.Seconds())
+	if late := s.Add(min(c.tick, slack)).Sub(t); late > 0 {
 		n += (earlier - log.countAt(s.Add(-2*c.length-1))) * late.Seconds() / c.length.Seconds()
 	}
 	return n
@@ -115,7 +120,7 @@ func (c *counter) into(t, s time.Time) float64 {
 // finer reset may be early or late by the way to the server (guard).
 func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.Duration, seq float64, told bool, guard time.Duration) {
 	edge := sentAt.Add(reset - c.tick)
-	c.slack = max(guard, c.tick)
+	c.slack = c.votes.slack(guard, c.tick)
 	switch {
 	case c.tick >= time.Second:
 		if !c.edge.IsZero() {
@@ -130,7 +135,8 @@ func (c *counter) read(log *sendLog, used float64, sentAt time.Time, reset time.
 	case !told:
 		c.refine(edge)
 	}
-	c.edge = edge
+	c.placed(edge, guard)
+	c.vote(log, used, sentAt, seq, guard)
 	c.excess = max(used-c.own(log, sentAt, seq), 0)
 	c.at = sentAt
 }
@@ -150,29 +156,6 @@ func (c *counter) note(reset time.Duration) (fine bool) {
 	c.tick = min(cmp.Or(c.tick, u), u)
 	return c.tick < time.Second
 }
-
-// refine makes the length found by two moves of the reset (each within
-// the resets' resolution, tens of milliseconds) as exact as the ends told
-// far apart: edge, k whole lengths after the first end told finely, makes
-// it their distance over k. The fixed windows' ends are counted from the
-// newest reading's, up to two lengths on, but the sends of a window gather
-// at its start, and a length a millisecond short put them in the window
-// before from a few windows on (TestCounterRefined).
-func (c *counter) refine(edge time.Time) {
-	if c.origin.IsZero() {
-		c.origin = edge
-		return
-	}
-	d := edge.Sub(c.origin)
-	if k := math.Round(float64(d) / float64(c.length)); k >= minRefine {
-		c.length = time.Duration(float64(d) / k)
-	}
-}
-
-// minRefine is how many lengths apart two ends must be to refine the
-// length: each may be early by the way to the server, so k lengths apart
-// tell it within that way over k.
-const minRefine = 4
 
 // besides is what the newest reading counted besides the lane's units,
 // as it weighs at t.

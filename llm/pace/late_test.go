@@ -16,6 +16,7 @@ type testCounter struct {
 	length    time.Duration
 	prev, cur float64
 	k         int64
+	down      bool // resets rounded down, not up
 }
 
 func (m *testCounter) take(sent time.Duration) Reading {
@@ -30,6 +31,9 @@ func (m *testCounter) take(sent time.Duration) Reading {
 	into := float64(sent%m.length) / float64(m.length)
 	used := int(math.Ceil(m.prev*(1-into) + m.cur - 1e-9))
 	reset := (time.Duration(m.k+2)*m.length - sent + time.Second - 1).Truncate(time.Second)
+	if m.down {
+		reset = (time.Duration(m.k+2)*m.length - sent).Truncate(time.Second)
+	}
 	return Reading{Told: true, Limit: m.limit, Left: max(m.limit-used, 0), Reset: reset, Window: m.length}
 }
 
