@@ -49,7 +49,9 @@ import (
 // not told. A reset is a delta (a Go duration or seconds) when small and a
 // Unix time in seconds or milliseconds when large (see parseReset); dates
 // are measured against the response's Date header when it has one, so a
-// skewed local clock cannot make the client retry early.
+// skewed local clock cannot make the client retry early (a window's reset
+// against the local arrival when that lies within the Date's second: see
+// withinSecond).
 
 // maxHint bounds the hints believed, in seconds (about 115 days); a larger
 // number is a misreading (a timestamp taken for seconds, say).
