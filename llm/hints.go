@@ -49,7 +49,9 @@ import (
 // not told. A reset is a delta (a Go duration or seconds) when small and a
 // Unix time in seconds or milliseconds when large (see parseReset); dates
 // are measured against the response's Date header when it has one, so a
-// skewed local clock cannot make the client retry early.
+// skewed local clock cannot make the client retry early (a window's reset
+// against the local arrival when that lies within the Date's second: see
+// withinSecond).
 
 // maxHint bounds the hints believed, in seconds (about 115 days); a larger
 // number is a misreading (a timestamp taken for seconds, say).
@@ -104,13 +106,30 @@ func parseLimits(h http.Header, body []byte, now time.Time) serverLimits {
 	}
 	s := serverLimits{BodyRetryAfter: bodyHint(body)}
 	s.RetryAfter, s.RetryFrom = headerHint(h, serverNow)
+	windowsNow := withinSecond(now, serverNow)
 	for _, read := range styles {
-		r := read(h, serverNow)
+		r := read(h, windowsNow)
 		s.Requests = better(s.Requests, r.Requests)
 		s.Tokens = better(s.Tokens, r.Tokens)
 		s.Concurrent = better(s.Concurrent, r.Concurrent)
 	}
 	return s
+}
+
+// withinSecond returns the server's now that the windows' resets are
+// measured against: the local now when it lies within the second the Date
+// header names (Date is whole seconds, cut down, so the server's now is
+// anywhere in that second and the local one is the closer reading), else
+// the Date, a local clock outside its second being skewed. Against the Date
+// alone, a Unix reset of whole seconds on a window of a second read up to
+// twice its length (express-rate-limit's X-RateLimit-Reset, 1-2 s for 1 s),
+// and the tracker held the sends for it: 1.85x the ideal. A request's own
+// Retry-After date is still read against the Date (never cut short).
+func withinSecond(now, date time.Time) time.Time {
+	if !now.Before(date) && now.Before(date.Add(time.Second)) {
+		return now
+	}
+	return date
 }
 
 // better returns a, from a style weighed first, unless b tells what is left

@@ -139,3 +139,35 @@ func TestResetUnixNearNow(t *testing.T) {
 		}
 	}
 }
+
+// TestResetWithinDateSecond: a window's reset given as a Unix time is
+// measured from the local arrival when that lies within the second the
+// Date header names (express-rate-limit's legacy headers on a window of a
+// second: Date cut down to 09:30:30, the reset 09:30:32 the ceiling of
+// 09:30:31.7, the answer come at 09:30:30.7, so 1.3 s are left, not the
+// Date's 2 s), and from the Date otherwise: a local clock outside its
+// second is skewed. The request's own Retry-After date stays against the
+// Date, never cut short.
+func TestResetWithinDateSecond(t *testing.T) {
+	h := http.Header{}
+	h.Set("Date", server.Format(http.TimeFormat))
+	h.Set("X-RateLimit-Limit", "20")
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", unixAt(2*time.Second))
+	h.Set("Retry-After", server.Add(2*time.Second).Format(http.TimeFormat))
+	for _, tc := range []struct {
+		name        string
+		arrived     time.Duration // after the Date
+		reset, hint time.Duration
+	}{
+		{"within the Date's second", 700 * time.Millisecond, 1300 * time.Millisecond, 2 * time.Second},
+		{"at the Date", 0, 2 * time.Second, 2 * time.Second},
+		{"local clock ahead", 1500 * time.Millisecond, 2 * time.Second, 2 * time.Second},
+		{"local clock behind", -200 * time.Millisecond, 2 * time.Second, 2 * time.Second},
+	} {
+		got := parseLimits(h, nil, server.Add(tc.arrived))
+		if got.Requests.Reset != tc.reset || got.RetryAfter != tc.hint {
+			t.Errorf("%s: reset %v, Retry-After %v; want %v, %v", tc.name, got.Requests.Reset, got.RetryAfter, tc.reset, tc.hint)
+		}
+	}
+}
