@@ -188,7 +188,7 @@ func TestSharedConcurrency(t *testing.T) {
 		srv.hang.Store(true)
 		a, _, _ := runShared(t, srv, rs, 1, 10, "--shared-concurrency", "2")
 		if !waitFor(30*time.Second, func() bool { return srv.inflight.Load() == 2 }) {
-			t.Fatalf("the server has %d requests in flight, want the 2 slots taken", srv.inflight.Load())
+			t.Fatalf("the server has %d requests in flight, want the 2 slots taken\n%s", srv.inflight.Load(), a[0].stderr.String())
 		}
 		killed := time.Now()
 		a[0].signal(t, syscall.SIGKILL)
