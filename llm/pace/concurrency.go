@@ -124,13 +124,17 @@ func (c *concurrency) judge(now time.Time, f *flight) bool {
 // it went. Such a refusal lowers the cap to that at once (a probe refused
 // makes the next one wait longer); its busy count, once known, may lower
 // it further (see judge). With no cap known, none is claimed: until its
-// count is known, a refusal is taken for a rate limit's.
+// count is known, a refusal is taken for a rate limit's. Nor is one that
+// can have found no more than an admitted request did (evidence.lo less
+// one): a cap that admitted one with so many in hand is higher, and the
+// refusal is a rate's (a bucket of a request each 200 ms, answered 300 ms
+// late, so lowered a cap it seemed to show from 2 to 1).
 func (c *concurrency) claim(now time.Time, seq int64) bool {
 	if c.cap == 0 {
 		return false
 	}
 	busy := c.log.inHand(seq)
-	if busy == 0 || busy+1 < c.log.evidence().lo {
+	if busy == 0 || busy < c.log.evidence().lo {
 		return false
 	}
 	c.lower(now, busy)

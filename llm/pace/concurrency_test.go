@@ -218,3 +218,38 @@ func TestConcurrencyProbeThatHolds(t *testing.T) {
 		t.Errorf("a probe held: cap %d, patience %d; want probed again to 4, patience %d", c.cap, c.patience, capFirstPatience)
 	}
 }
+
+// A bucket of one request each 200 ms, answered 300 ms late, sent pairs
+// 250 ms apart: each pair's second is refused with two in hand, while the
+// first was admitted with one (the pair before's) in hand, which looks
+// like a cap of 2. A refusal that finds at most one in hand then is not
+// the cap's: a cap that admits a request with one in hand is two at
+// least, and a refusal under it is the rate's (once its count is known,
+// it drops the cap: see judge). (Lowered to 1, the cap
+// held a lane of five a second to two, probes up refused as the pair
+// went within 200 ms: 1.48x the reference.)
+func TestConcurrencyRefusalUnderWhatWasAdmitted(t *testing.T) {
+	c := newConcurrency(32, false, t0)
+	var st []flightStep
+	for i := range 4 {
+		d := time.Duration(i) * 250 * ms
+		ok, no := string(rune('a'+2*i)), string(rune('b'+2*i))
+		st = append(st, steps(sends(d, ok, no), answers("refused", d, no))...)
+		if i > 0 {
+			st = append(st, answers("ok", d+50*ms, string(rune('a'+2*i-2)))...)
+		}
+	}
+	st = append(st, answers("ok", 800*ms, "g")...)
+	if found, _ := fly(t, &c, st); !found || c.cap != 2 {
+		t.Fatalf("cap %d, want 2 found (the case this test is about)", c.cap)
+	}
+	i, j := c.sent(at(time.Second)), c.sent(at(1050*ms))
+	if c.claim(at(1050*ms), j) {
+		t.Error("a refusal with at most one in hand claimed, where an admitted request found one")
+	}
+	c.answered(at(1050*ms), j, refusedIt)
+	c.answered(at(1300*ms), i, tookIt)
+	if c.cap == 1 {
+		t.Error("cap lowered to 1 by a refusal under what an admitted request found")
+	}
+}

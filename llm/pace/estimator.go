@@ -164,7 +164,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0
 	}
 	e.long.nays.add(now, n)
-	e.full.nays += n // see sinceFull
+	e.full.nay(sentAt, n) // see sinceFull
 	dry := time.Duration(0)
 	if hint == 0 { // a hint says when; with none, how long the refusals last tells
 		dry = e.dryRun(sentAt)

@@ -34,6 +34,7 @@ type sinceFull struct {
 	held       time.Duration // time held after refusals, in all
 	last, dry  fullMark      // the refusal last marked; the first since which the server took nothing
 	burst      float64       // units taken before the first refusal of all: the most the server holds
+	first      time.Time     // when the request of that refusal went
 }
 
 // fullMark is a refusal marked: when its request went, and the counts then.
@@ -55,6 +56,27 @@ func (f *sinceFull) took(m fullMark, at time.Time) (units float64, d, busy time.
 	return (f.sent - m.sent) - (f.nays - m.nays), d, max(d-(f.held-m.held), 0), true
 }
 
+// nay counts n units refused of a request sent at sentAt. One sent no
+// later than a refusal marked counts before the mark, not since: the
+// answers to what went at one instant come back in any order, and the
+// rest of a burst refused after its first refusal is no sign that the
+// server took nothing since. (A GCRA of 5 a second with no burst, sent 4
+// at once and then 3 a second later, one of each admitted: the burst's
+// two later refusals, counted since its first, made the next second look
+// refused all along, and dryRate cut the pace to 56 a minute; the run took
+// 3.9x the reference.)
+func (f *sinceFull) nay(sentAt time.Time, n float64) {
+	f.nays += n
+	for _, m := range []*fullMark{&f.last, &f.dry} {
+		if !m.at.IsZero() && !sentAt.After(m.at) {
+			m.nays += n
+		}
+	}
+	if !f.first.IsZero() && !sentAt.After(f.first) {
+		f.burst -= n
+	}
+}
+
 // markFull notes that the server was full when the request refused, sent
 // at sentAt, went, and the lane holds for hold: the episode's cut learns
 // what the server took since the refusal marked before, and how long it
@@ -62,7 +84,7 @@ func (f *sinceFull) took(m fullMark, at time.Time) (units float64, d, busy time.
 func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	f := &e.full
 	if f.last.at.IsZero() {
-		f.burst = f.sent - f.nays
+		f.burst, f.first = f.sent-f.nays, sentAt
 	}
 	e.cut.took, e.cut.between, e.cut.since, _ = f.took(f.last, sentAt)
 	if e.cut.dry = f.dryFor(sentAt); e.cut.dry == 0 {

@@ -185,3 +185,28 @@ func TestEstimatorTrackedAgain(t *testing.T) {
 		t.Errorf("refused again a second later: pace %.3f, want none", e.pace())
 	}
 }
+
+// TestEstimatorBurstRefusedLate: a GCRA of 5 a second with no burst,
+// answered 3 s late, its headers telling the window: 4 sent at once, one
+// admitted, three refused (the first of them marks the server full); a
+// second later, after the hint, 3 at once, one admitted, two refused. The
+// burst's later refusals are of requests sent with the first, not since:
+// the server took one of the second's, and was not refused all along for
+// a second (dryRate's measure of one request a second, a cut to 56 a
+// minute where the rate is 300; the run took 3.9x).
+func TestEstimatorBurstRefusedLate(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	e.shown = true
+	refusals := func(k int, d time.Duration) []step {
+		return repeat(k, 0, step{what: "refused", send: d, seen: d, n: 1, hint: time.Second})
+	}
+	play(&e, cat(repeat(4, 0, step{what: "send", n: 1}), refusals(3, 0), []step{{what: "tick", seen: time.Second}}))
+	d := 1020 * time.Millisecond
+	play(&e, cat(repeat(3, 0, step{what: "send", n: 1}), refusals(2, d), []step{{what: "tick", seen: d + time.Second}}))
+	if e.full.burst != 1 {
+		t.Errorf("burst %.0f, want 1: what the server took before its first refusal", e.full.burst)
+	}
+	if p := e.pace(); p < 1.5 {
+		t.Errorf("pace %.2f a second, want no cut to what one request in a second shows (the server took 1 of the 3)", p)
+	}
+}
