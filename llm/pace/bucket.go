@@ -72,3 +72,21 @@ func (w *window) inStep(r Reading) bool {
 	full := time.Duration(float64(w.limit-r.Left) / w.refill * float64(time.Second))
 	return (r.Reset - full).Abs() <= w.resolution()
 }
+
+// offStep reports whether r is far out of step with the bucket the window
+// has been found to be: its reset more than a quarter, and more than
+// twice the resets' resolution, off the time to refill what it used. A
+// bucket's resets keep in step whatever the order its answers come back
+// in (each tells its own instant's level and time to full); a fixed
+// window's reset is its wall's. Judged a bucket once, a fixed window of
+// 10,000 tokens a second kept that while its readings said 31 left for
+// 0.3 s: the tracker let prompts of 80 tokens go every 10 ms as the bucket
+// it took the window for refilled, 30 refused in one window (4.9% of the
+// run, told). So read, it is no bucket.
+func (w *window) offStep(r Reading) bool {
+	if w.refill <= 0 || w.limit <= 0 || w.sized {
+		return false
+	}
+	full := time.Duration(float64(w.limit-r.Left) / w.refill * float64(time.Second))
+	return (r.Reset - full).Abs() > max(2*w.resolution(), max(r.Reset, full)/4)
+}

@@ -130,3 +130,30 @@ func TestToldBucketFollowed(t *testing.T) {
 		}
 	})
 }
+
+// TestBucketOffStep: a window taken for a bucket whose readings then say
+// it has 31 left until a wall 0.3 s away (a fixed window's, not the
+// second a bucket would take to refill what it used) is no bucket: the
+// tracker does not let 80 tokens go 10 ms later as a bucket's refill.
+func TestBucketOffStep(t *testing.T) {
+	var w window
+	seq := 0.0
+	for i := range 10 { // a bucket's readings: 10,000 a second, 1,000 taken each 10 ms
+		sentAt := at(time.Duration(i) * 10 * time.Millisecond)
+		seq += 1000
+		w.sent(sentAt, seq)
+		left := 10_000 - 900*(i+1)
+		reset := time.Duration(float64(10_000-left) / 10_000 * float64(time.Second))
+		w.read(Reading{Told: true, Limit: 10_000, Left: left, Reset: reset}, sentAt, sentAt.Add(5*time.Millisecond), seq)
+	}
+	if w.refill <= 0 {
+		t.Fatalf("not taken for a bucket: refill %v", w.refill)
+	}
+	sentAt := at(700 * time.Millisecond)
+	seq += 80
+	w.sent(sentAt, seq)
+	w.read(Reading{Told: true, Limit: 10_000, Left: 31, Reset: 300 * time.Millisecond}, sentAt, sentAt.Add(5*time.Millisecond), seq)
+	if ok, _ := w.room(at(710*time.Millisecond), seq, 80, 0); ok || w.refill > 0 {
+		t.Errorf("31 left until a wall 0.3 s away: refill %v, room for 80 %v; want no bucket, no room", w.refill, ok)
+	}
+}

@@ -190,6 +190,9 @@ func (w *window) judge(r Reading, sentAt time.Time) {
 	if w.sizeBucket(r, sentAt) {
 		return
 	}
+	if w.offStep(r) {
+		w.refill = 0
+	}
 	used, usedThen := float64(w.limit-r.Left), float64(w.limit)-w.left
 	if w.reset.IsZero() || w.limit <= 0 || w.ctr.length > 0 || used <= 0 || usedThen <= 0 ||
 		math.Abs(used-usedThen) < max(2, usedThen/5) {
