@@ -188,7 +188,8 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
 	hold = max(quickHold, min(e.full.dryFor(sentAt), lockout)) // see dryFor
-	if e.locked > 0 || (e.drain && e.good == 0 && e.bad == 0) {
+	drains := e.drain && e.good == 0 && e.bad == 0 && e.locked == 0 && hint == 0
+	if e.locked > 0 || drains {
 		hold = e.span // locked out, or draining (see goOn): a whole span
 	}
 	e.drain = false
@@ -197,10 +198,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.stretch(2 * hint) // a window lasts at least the hint: judge over two
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
-	e.cost, e.costAt = min(hold, maxSpan), now
-	if coarse(hint) && !e.fine {
-		e.cost = quickHold // what the next such refusal holds the lane, once a pace has held (see coarse)
-	}
+	e.charge(now, hold, hint, drains)
 	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
