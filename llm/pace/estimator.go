@@ -177,11 +177,11 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
 	}
-	if dry >= lockout && e.dryCut {
-		// Locked out longer than any second's window, and cut once in
-		// it: refusals until something is admitted again say nothing
-		// more of the rate. Held a span (the run's length, see dryRun).
-		return e.span
+	if e.dryCut && (dry >= lockout || (dry > 0 && e.full.walled(n))) {
+		// Locked out longer than any second's window, or at a wall (see
+		// walled), and cut once in it: refusals until something is admitted
+		// again say nothing more of the rate. Held a span (see dryRun).
+		return e.wallHold(now, dry)
 	}
 	if e.noise.explains(&e.ep) {
 		e.explained = true
@@ -199,10 +199,10 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
 	e.charge(now, hold, hint, drains)
-	e.dryCut = dry >= lockout
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
 	e.markFull(sentAt, min(hold, maxSpan))
+	e.dryCut = dry >= lockout || (hint == 0 && e.full.walled(n))
 	e.rate = max(cutLeast*e.cut.sentRate, e.least(e.cut))
 	return min(hold, maxSpan)
 }

@@ -34,6 +34,8 @@ type sinceFull struct {
 	held       time.Duration // time held after refusals, in all
 	last, dry  fullMark      // the refusal last marked; the first since which the server took nothing
 	burst      float64       // units taken before the first refusal of all: the most the server holds
+	dryAfter   float64       // units taken from the refusal marked before dry (or the start) to it
+	wallUntil  time.Time     // the end of the last hold at a wall (see wallHold)
 }
 
 // fullMark is a refusal marked: when its request went, and the counts then.
@@ -66,7 +68,10 @@ func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	}
 	e.cut.took, e.cut.between, e.cut.since, _ = f.took(f.last, sentAt)
 	if e.cut.dry = f.dryFor(sentAt); e.cut.dry == 0 {
-		f.dry = fullMark{sentAt, f.sent, f.nays, f.held}
+		f.dry, f.dryAfter = fullMark{sentAt, f.sent, f.nays, f.held}, e.cut.took
+		if f.last.at.IsZero() {
+			f.dryAfter = f.burst
+		}
 	}
 	f.last = fullMark{sentAt, f.sent, f.nays, f.held}
 	f.held += hold
@@ -98,12 +103,49 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 // less than cut's request between. (A window refuses so up to its wall,
 // a second at least, the shortest any is taken to be.) Not once the run
 // has lasted dryMost: that is more likely a window longer than a
-// second's, and the lane holds until it ends (see dryRun).
+// second's, and the lane holds until it ends (see dryRun). Nor when the
+// run began right after the server took a whole burst (see afterBurst).
 func (e *estimator) dryRate(cut pending) (float64, bool) {
-	if cut.dry < minSpan || cut.dry >= dryMost {
+	if cut.dry < minSpan || cut.dry >= dryMost || e.full.afterBurst(cut.n) {
 		return 0, false
 	}
 	return cut.n / cut.dry.Seconds(), true
+}
+
+// afterBurst reports whether the run of refusals with nothing taken began
+// right after the server took as much as its burst (what it took before
+// its first refusal, many requests of n) since it last refused, or since
+// the start: a window's wall or a ban after a window's worth, as likely as
+// a slow bucket, and a slow bucket refilled as much refills in as long
+// again. A bucket's rate so bounded is wrong by the whole burst's, the
+// pace cut by all of it: against a 2 s ban of a window of 20 a second,
+// 52/min (the pace climbed back over 80 s, the next ban cut it to 32/min),
+// and a minute's window of 120 stayed at 27/min after it reopened.
+func (f *sinceFull) afterBurst(n float64) bool {
+	return f.burst >= minAnswers*n && f.dryAfter >= f.burst
+}
+
+// walled reports whether the run of refusals with nothing taken, as
+// marked last, began after a whole burst (see afterBurst): the server is
+// at a window's wall or bans, and its refusals until it takes again say no
+// more of its rate than the first did; cut after cut in a 2 s ban, the
+// pace went from 1,998 to 49/min.
+func (f *sinceFull) walled(n float64) bool { return !f.dry.at.IsZero() && f.afterBurst(n) }
+
+// wallHold returns the hold of a refusal seen at now in a run at a wall or
+// locked out, cut once in it: a span. Short of lockout, the hold is
+// counted as held, as an episode's is (see markFull), the epoch's too,
+// what it adds to the holds before it only (the refusals of requests in
+// flight come in one hold): a window's rate measured over time the lane
+// held through is the rate times the share it sent in (20 a second so
+// measured 10 a second).
+func (e *estimator) wallHold(now time.Time, dry time.Duration) time.Duration {
+	f := &e.full
+	if extra := now.Add(e.span).Sub(f.wallUntil); dry < lockout && extra > 0 {
+		extra = min(extra, e.span)
+		f.held, e.ep.held, f.wallUntil = f.held+extra, e.ep.held+extra, now.Add(e.span)
+	}
+	return e.span
 }
 
 // measuredCut bounds the cut to next by what the server took between its
