@@ -202,7 +202,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
 	e.markFull(sentAt, min(hold, maxSpan))
-	e.dryCut = dry >= lockout || (hint == 0 && e.full.walled(n))
+	e.dryCut = dry >= lockout || (hint == 0 && math.IsInf(e.ceil, 1) && e.full.walled(n)) // told, the first cut is small (see bounded)
 	e.rate = max(cutLeast*e.cut.sentRate, e.least(e.cut))
 	return min(hold, maxSpan)
 }

@@ -64,6 +64,24 @@ func TestEstimatorWall(t *testing.T) {
 		t.Errorf("held %v in a run of 2 s at a wall, want the run and a span at most, counted once", e.full.held)
 	}
 
+	// Told a limit five times the server's, the first cut at it is a
+	// fortieth (see bounded): the cuts in the run go on, deeper.
+	e = newEstimator(100, true, t0)
+	play(&e, cat(repeat(20, 0, step{what: "send", n: 1}), repeat(20, 0, step{what: "ok", seen: 50 * ms, n: 1})))
+	first = 0
+	for i := range 40 {
+		sent := 100*ms + time.Duration(i)*50*ms
+		e.sent(1)
+		e.refused(at(sent+ms), at(sent), 1, 0)
+		e.tick(at(sent + 2*ms))
+		if first == 0 && e.cut.decideAt.IsZero() && e.pace() < 100 {
+			first = e.pace()
+		}
+	}
+	if e.pace() >= first {
+		t.Errorf("told 100/s: pace %.1f/s after 2 s at a wall, %.1f/s after its first cut: want the cuts to go on", e.pace(), first)
+	}
+
 	// A bucket: refused again after taking one request in 1.5 s, and refused
 	// for 1.5 s more with nothing taken: at most one in 1.5 s.
 	e = newEstimator(math.Inf(1), true, t0)
