@@ -35,7 +35,9 @@ type wideSpec struct {
 	items           int
 	latency, jitter time.Duration
 	workers         int
-	burst           float64 // for leaky and gcra
+	burst           float64       // for leaky and gcra
+	first           bool          // fixed windows start at a request (mock.Config.FirstWindows)
+	penalty         time.Duration // the penalty box's ban; 0: a window
 }
 
 // wideSpecs are the servers of the wide zoo.
@@ -73,6 +75,13 @@ var wideSpecs = []wideSpec{
 	{alg: mock.LimiterSlidingCounter, style: mock.HeadersOpenAI, window: 2 * time.Second, limit: 8_000, tokens: true, items: 200, latency: 300 * time.Millisecond, jitter: 300 * time.Millisecond, workers: 64},
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersIETF, window: time.Minute, limit: 60_000, tokens: true, items: 300, latency: 300 * time.Millisecond, workers: 32},
 	{alg: mock.LimiterBucket, style: mock.HeadersOpenAI, window: time.Second, limit: 5_000, tokens: true, items: 300, latency: 50 * time.Millisecond, workers: 4},
+	// The npm limiters of bench/node.sh: fixed windows that start at the
+	// client's first request (express-rate-limit, rate-limiter-flexible),
+	// no hint; rate-limiter-flexible's blockDuration, a 2 s ban.
+	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true},
+	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: time.Minute, limit: 120, items: 360, latency: 50 * time.Millisecond, workers: 32, first: true},
+	{alg: mock.LimiterPenalty, style: mock.HeadersNone, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 2 * time.Second},
+	{alg: mock.LimiterPenalty, style: mock.HeadersRetryAfter, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 2 * time.Second},
 }
 
 // The wide zoo's prompts, made once and sliced: the cells only read them.
@@ -84,7 +93,7 @@ var (
 // cell is the spec as a zoo cell, told or not.
 func (s wideSpec) cell(told bool) zooCell {
 	cfg := mock.Config{Limiter: s.alg, Headers: s.style, Window: s.window, Latency: s.latency, Jitter: s.jitter,
-		Burst: s.burst, Seed: 1}
+		Burst: s.burst, Seed: 1, FirstWindows: s.first, Penalty: s.penalty}
 	unit, prompts := "per", wideRequests()
 	if s.tokens {
 		cfg.TPM, unit, prompts = s.limit, "tok", wideTokens()
@@ -94,6 +103,12 @@ func (s wideSpec) cell(told bool) zooCell {
 	group := fmt.Sprintf("wide-%d%s%v-j%d-b%v", s.limit, unit, s.window, s.workers, s.burst)
 	if s.jitter > 0 {
 		group += fmt.Sprintf("-jit%v", s.jitter)
+	}
+	if s.first {
+		group += "-first"
+	}
+	if s.penalty > 0 {
+		group += fmt.Sprintf("-ban%v", s.penalty)
 	}
 	return zooCell{group: group, mock: cfg, told: told, prompts: prompts[:s.items], workers: s.workers}
 }

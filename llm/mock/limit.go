@@ -50,7 +50,7 @@ func newLimits(cfg Config, start time.Time) limits {
 		return l
 	}
 	mc := func(limit int) meterConfig {
-		return meterConfig{limit: limit, window: cfg.Window, start: start,
+		return meterConfig{limit: limit, window: cfg.Window, start: start, first: cfg.FirstWindows,
 			burst: int(cfg.Burst * float64(limit)), penalty: cfg.Penalty}
 	}
 	if cfg.RPM > 0 {

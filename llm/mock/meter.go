@@ -12,7 +12,9 @@ import (
 // per Window; "rate" below is L/Window.
 const (
 	// LimiterWindow is a fixed window: L per window, the windows aligned
-	// to the handler's start (Kong, express-rate-limit, the mock's default).
+	// to the handler's start (Kong, the mock's default), or with
+	// [Config.FirstWindows] each starting at the first request after the
+	// last one ended (express-rate-limit, rate-limiter-flexible).
 	LimiterWindow = "window"
 	// LimiterBucket is a token bucket holding L, starting full and
 	// refilling continuously at rate, as OpenAI's limits do.
@@ -90,6 +92,7 @@ type meterConfig struct {
 	limit   int           // L, > 0
 	window  time.Duration // > 0
 	start   time.Time     // fixed windows are aligned to it
+	first   bool          // window, penalty: windows start at a request instead (see Config.FirstWindows)
 	burst   int           // leaky, gcra: units allowed at once beyond the first
 	penalty time.Duration // penalty: how long to refuse after a refusal
 }
@@ -109,9 +112,9 @@ func newMeter(name string, c meterConfig) meter {
 	case LimiterGCRA:
 		return newGCRA(c)
 	case LimiterPenalty:
-		return &penaltyBox{inner: &fixedWindow{limit: c.limit, window: c.window, start: c.start}, penalty: c.penalty}
+		return &penaltyBox{inner: &fixedWindow{limit: c.limit, window: c.window, start: c.start, first: c.first}, penalty: c.penalty}
 	default:
-		return &fixedWindow{limit: c.limit, window: c.window, start: c.start}
+		return &fixedWindow{limit: c.limit, window: c.window, start: c.start, first: c.first}
 	}
 }
 

@@ -50,6 +50,22 @@ func TestMeters(t *testing.T) {
 			{ms(2500), 5, true, 0}, // more than the limit: admitted into an empty window
 			{ms(2500), 1, false, ms(500)},
 		}},
+		{"fixed window from the first request", newMeter(LimiterWindow, meterConfig{limit: 3, window: time.Second, start: t0, first: true}), []step{
+			{ms(300), 1, true, 0}, {ms(400), 1, true, 0}, {ms(500), 1, true, 0}, // the window is [0.3 s, 1.3 s)
+			{ms(1000), 1, false, ms(300)}, // aligned, a new window would have begun at 1 s
+			{ms(1299), 1, false, ms(1)},
+			{ms(1300), 3, true, 0},      // the next starts at the first request after: 1.3 s
+			{ms(2299), 1, false, ms(1)}, // it ends at 2.3 s
+			{ms(4000), 1, true, 0},      // none from 2.3 s to 4 s: the next is [4 s, 5 s)
+			{ms(4000), 2, true, 0},
+			{ms(4999), 1, false, ms(1)},
+		}},
+		{"penalty box from the first request", newMeter(LimiterPenalty, meterConfig{limit: 2, window: time.Second, start: t0, first: true, penalty: 2 * time.Second}), []step{
+			{ms(600), 1, true, 0}, {ms(700), 1, true, 0},
+			{ms(1500), 1, false, 2 * time.Second}, // in the window [0.6 s, 1.6 s): banned until 3.5 s
+			{ms(3500), 2, true, 0},                // a window from 3.5 s
+			{ms(4400), 1, false, 2 * time.Second},
+		}},
 		{"token bucket", newMeter(LimiterBucket, cfg(4)), []step{ // 4 a second: 250ms a unit
 			{0, 1, true, 0}, {0, 1, true, 0}, {0, 1, true, 0}, {0, 1, true, 0}, // starts full
 			{0, 1, false, ms(250)},

@@ -47,6 +47,12 @@ type Config struct {
 	// limit admitted at once beyond the first request: 0.25 of 20 requests
 	// a second lets 6 through at once, then one every 50ms. 0: none.
 	Burst float64
+	// FirstWindows makes the fixed windows of LimiterWindow and
+	// LimiterPenalty start at the first request admitted after the last
+	// window ended, as the memory stores of express-rate-limit and
+	// rate-limiter-flexible count a client's window, instead of being
+	// aligned to the handler's start.
+	FirstWindows bool
 	// Penalty is how long LimiterPenalty refuses every request after it
 	// has refused one; default Window.
 	Penalty time.Duration

@@ -8,19 +8,21 @@ import (
 )
 
 // optionKeys lists the keys ParseOptions knows, in the order of its doc.
-const optionKeys = "latency, jitter, rpm, tpm, window, limiter (or limits), burst, penalty, inflight, headers, false-claims, fail, seed, quota, model, key"
+const optionKeys = "latency, jitter, rpm, tpm, window, limiter (or limits), windows, burst, penalty, inflight, headers, false-claims, fail, seed, quota, model, key"
 
 // ParseOptions parses a comma-separated list of key=value options, as given
 // to `llmbatch run --provider mock` and `llmbatch mock serve`:
 //
-//	latency=20ms,jitter=5ms,rpm=1200,tpm=0,window=1m,limiter=window,burst=0.25,penalty=10s,
+//	latency=20ms,jitter=5ms,rpm=1200,tpm=0,window=1m,limiter=window,windows=aligned,burst=0.25,penalty=10s,
 //	inflight=0,headers=openai,false-claims=0,fail=0.05,seed=1,quota=0,model=x,key=secret
 //
 // Durations use Go's syntax; rpm, tpm, inflight and quota are counts >= 0;
 // burst, false-claims and fail are fractions in [0, 1]. limiter names the
 // algorithm counting rpm and tpm ([Config.Limiter]: window, bucket, leaky,
 // sliding-log, sliding-counter, gcra, concurrency, penalty); limits is
-// another name for it (limits=bucket as before). headers names the style of
+// another name for it (limits=bucket as before). windows=first starts each
+// fixed window at a request ([Config.FirstWindows]); aligned, the default,
+// at the server's start. headers names the style of
 // the limit headers ([Config.Headers]: openai, ietf, kong, github, traefik,
 // retry-after, none); headers=on is openai and headers=off retry-after, as
 // before. White space around items is ignored, an empty string gives the
@@ -80,6 +82,8 @@ func (c *Config) set(key, val string) error {
 		}
 	case "limiter", "limits":
 		err = c.setLimiter(key, val)
+	case "windows":
+		err = c.setWindows(key, val)
 	case "burst":
 		c.Burst, err = parseFraction(key, val)
 	case "penalty":
@@ -116,6 +120,19 @@ func (c *Config) setLimiter(key, val string) error {
 			return badValue(key, val, strings.Join(limiterNames, ", "))
 		}
 		c.Limiter = val
+	}
+	return nil
+}
+
+// setWindows sets where fixed windows start: aligned or first.
+func (c *Config) setWindows(key, val string) error {
+	switch val {
+	case "aligned":
+		c.FirstWindows = false
+	case "first":
+		c.FirstWindows = true
+	default:
+		return badValue(key, val, "aligned or first")
 	}
 	return nil
 }

@@ -5,12 +5,15 @@ import (
 	"time"
 )
 
-// fixedWindow counts what was admitted in window k = [start+kW, start+(k+1)W).
-// Refused requests do not count.
+// fixedWindow counts what was admitted in window k = [start+kW, start+(k+1)W),
+// or with first in a window that starts at the first request counted after
+// the last one ended (start then moves to it, k stays 0). Refused requests do
+// not count.
 type fixedWindow struct {
 	limit  int
 	window time.Duration
 	start  time.Time
+	first  bool  // see Config.FirstWindows
 	k      int64 // the window counted in used
 	used   int   // admitted in window k
 	prev   int   // admitted in window k-1 (for the sliding counter)
@@ -18,6 +21,12 @@ type fixedWindow struct {
 
 // roll moves the count on to the window of now.
 func (f *fixedWindow) roll(now time.Time) {
+	if f.first {
+		if f.used > 0 && !now.Before(f.start.Add(f.window)) {
+			f.used = 0 // over: the next request counted starts the next
+		}
+		return
+	}
 	k := int64(now.Sub(f.start) / f.window)
 	switch {
 	case k == f.k:
@@ -30,6 +39,9 @@ func (f *fixedWindow) roll(now time.Time) {
 
 // end is how long until the window of now ends; roll first.
 func (f *fixedWindow) end(now time.Time) time.Duration {
+	if f.first && f.used == 0 {
+		return f.window // none started: one would end a window from now
+	}
 	return f.start.Add(time.Duration(f.k+1) * f.window).Sub(now)
 }
 
@@ -41,9 +53,16 @@ func (f *fixedWindow) fits(now time.Time, cost int) (bool, time.Duration) {
 	return false, f.end(now)
 }
 
-func (f *fixedWindow) take(now time.Time, cost int) { f.roll(now); f.used += cost }
-func (f *fixedWindow) refuse(time.Time, int)        {}
-func (f *fixedWindow) finish(int)                   {}
+func (f *fixedWindow) take(now time.Time, cost int) {
+	f.roll(now)
+	if f.first && f.used == 0 {
+		f.start = now
+	}
+	f.used += cost
+}
+
+func (f *fixedWindow) refuse(time.Time, int) {}
+func (f *fixedWindow) finish(int)            {}
 
 func (f *fixedWindow) state(now time.Time) state {
 	f.roll(now)

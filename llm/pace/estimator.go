@@ -177,18 +177,19 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
 	}
-	if dry >= lockout && e.dryCut {
-		// Locked out longer than any second's window, and cut once in
-		// it: refusals until something is admitted again say nothing
-		// more of the rate. Held a span (the run's length, see dryRun).
-		return e.span
+	if e.dryCut && (dry >= lockout || (dry > 0 && e.full.walled(n))) {
+		// Locked out longer than any second's window, or at a wall (see
+		// walled), and cut once in it: refusals until something is admitted
+		// again say nothing more of the rate. Held a span (see dryRun).
+		return e.wallHold(now, dry)
 	}
 	if e.noise.explains(&e.ep) {
 		e.explained = true
 		return 0 // noise, as much as is known: it costs the request its hint, the pace nothing
 	}
 	hold = max(quickHold, min(e.full.dryFor(sentAt), lockout)) // see dryFor
-	if e.locked > 0 || (e.drain && e.good == 0 && e.bad == 0) {
+	drains := e.drain && e.good == 0 && e.bad == 0 && e.locked == 0 && hint == 0
+	if e.locked > 0 || drains {
 		hold = e.span // locked out, or draining (see goOn): a whole span
 	}
 	e.drain = false
@@ -197,14 +198,11 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		e.stretch(2 * hint) // a window lasts at least the hint: judge over two
 	}
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
-	e.cost, e.costAt = min(hold, maxSpan), now
-	if coarse(hint) && !e.fine {
-		e.cost = quickHold // what the next such refusal holds the lane, once a pace has held (see coarse)
-	}
-	e.dryCut = dry >= lockout
+	e.charge(now, hold, hint, drains)
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
 	e.markFull(sentAt, min(hold, maxSpan))
+	e.dryCut = dry >= lockout || (hint == 0 && math.IsInf(e.ceil, 1) && e.full.walled(n)) // told, the first cut is small (see bounded)
 	e.rate = max(cutLeast*e.cut.sentRate, e.least(e.cut))
 	return min(hold, maxSpan)
 }

@@ -35,6 +35,8 @@ type sinceFull struct {
 	last, dry  fullMark      // the refusal last marked; the first since which the server took nothing
 	burst      float64       // units taken before the first refusal of all: the most the server holds
 	first      time.Time     // when the request of that refusal went
+	dryAfter   float64       // units taken from the refusal marked before dry (or the start) to it
+	wallUntil  time.Time     // the end of the last hold at a wall (see wallHold)
 }
 
 // fullMark is a refusal marked: when its request went, and the counts then.
@@ -88,7 +90,10 @@ func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	}
 	e.cut.took, e.cut.between, e.cut.since, _ = f.took(f.last, sentAt)
 	if e.cut.dry = f.dryFor(sentAt); e.cut.dry == 0 {
-		f.dry = fullMark{sentAt, f.sent, f.nays, f.held}
+		f.dry, f.dryAfter = fullMark{sentAt, f.sent, f.nays, f.held}, e.cut.took
+		if f.last.at.IsZero() {
+			f.dryAfter = f.burst
+		}
 	}
 	f.last = fullMark{sentAt, f.sent, f.nays, f.held}
 	f.held += hold
@@ -120,9 +125,10 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 // less than cut's request between. (A window refuses so up to its wall,
 // a second at least, the shortest any is taken to be.) Not once the run
 // has lasted dryMost: that is more likely a window longer than a
-// second's, and the lane holds until it ends (see dryRun).
+// second's, and the lane holds until it ends (see dryRun). Nor when the
+// run began right after the server took a whole burst (see afterBurst).
 func (e *estimator) dryRate(cut pending) (float64, bool) {
-	if cut.dry < minSpan || cut.dry >= dryMost {
+	if cut.dry < minSpan || cut.dry >= dryMost || e.full.afterBurst(cut.n) {
 		return 0, false
 	}
 	return cut.n / cut.dry.Seconds(), true

@@ -1,0 +1,42 @@
+package pace
+
+import "time"
+
+// A wall: a run of refusals with nothing taken that began right after the
+// server took a whole burst (see sinceFull, dryRate).
+
+// afterBurst reports whether the run of refusals with nothing taken began
+// right after the server took as much as its burst (what it took before
+// its first refusal, many requests of n) since it last refused, or since
+// the start: a window's wall or a ban after a window's worth, as likely as
+// a slow bucket, and a slow bucket refilled as much refills in as long
+// again. A bucket's rate so bounded is wrong by the whole burst's, the
+// pace cut by all of it: against a 2 s ban of a window of 20 a second,
+// 52/min (the pace climbed back over 80 s, the next ban cut it to 32/min),
+// and a minute's window of 120 stayed at 27/min after it reopened.
+func (f *sinceFull) afterBurst(n float64) bool {
+	return f.burst >= minAnswers*n && f.dryAfter >= f.burst
+}
+
+// walled reports whether the run of refusals with nothing taken, as
+// marked last, began after a whole burst (see afterBurst): the server is
+// at a window's wall or bans, and its refusals until it takes again say no
+// more of its rate than the first did; cut after cut in a 2 s ban, the
+// pace went from 1,998 to 49/min.
+func (f *sinceFull) walled(n float64) bool { return !f.dry.at.IsZero() && f.afterBurst(n) }
+
+// wallHold returns the hold of a refusal seen at now in a run at a wall or
+// locked out, cut once in it: a span. Short of lockout, the hold is
+// counted as held, as an episode's is (see markFull), the epoch's too,
+// what it adds to the holds before it only (the refusals of requests in
+// flight come in one hold): a window's rate measured over time the lane
+// held through is the rate times the share it sent in (20 a second so
+// measured 10 a second).
+func (e *estimator) wallHold(now time.Time, dry time.Duration) time.Duration {
+	f := &e.full
+	if extra := now.Add(e.span).Sub(f.wallUntil); dry < lockout && extra > 0 {
+		extra = min(extra, e.span)
+		f.held, e.ep.held, f.wallUntil = f.held+extra, e.ep.held+extra, now.Add(e.span)
+	}
+	return e.span
+}
