@@ -176,11 +176,18 @@ func (ln *lane) bigOnes(p *Permit) bool {
 
 // contradicted reports whether the answer claims a window is spent that
 // the lane's own count of what it sent over the window's period as known
-// so far says is not (see spentClaim): the claim is then not believed. For a refusal, the window it was about is
+// so far says is not (see spentClaim): the claim is then not believed.
+// Over a period longer than the lane's count holds it is believed: a
+// sliding counter of 12,000 tokens a minute, its resets two minutes out,
+// was filled at the opening, and 66 s on the lane's count of a minute
+// held nothing of it: a probe's refusal there, told true, was taken for
+// a false claim, and the window for a fixed one of two minutes (1.63x). For a refusal, the window it was about is
 // weighed; for any other answer, either. ln.mu is held.
 func (ln *lane) contradicted(o Outcome, now time.Time) bool {
-	req := spentClaim(o.Requests, ln.req.win.most, ln.req.own.sum(now, ln.req.win.period))
-	tok := spentClaim(o.TokenWindow, ln.tok.win.most, ln.tok.own.sum(now, ln.tok.win.period))
+	reqOwn, reqKnown := ln.req.own.sum(now, ln.req.win.period)
+	tokOwn, tokKnown := ln.tok.own.sum(now, ln.tok.win.period)
+	req := reqKnown && spentClaim(o.Requests, ln.req.win.most, reqOwn)
+	tok := tokKnown && spentClaim(o.TokenWindow, ln.tok.win.most, tokOwn)
 	switch {
 	case o.Result != Refused:
 		return req || tok
@@ -190,10 +197,11 @@ func (ln *lane) contradicted(o Outcome, now time.Time) bool {
 	return req
 }
 
-// history is what was sent over the last minute or so, by second.
+// history is what was sent over the last two minutes or so, by second:
+// a sliding counter of a minute reaches two (its resets do).
 type history struct {
-	secs  [64]float64
-	stamp [64]int64 // the Unix second each slot holds
+	secs  [128]float64
+	stamp [128]int64 // the Unix second each slot holds
 }
 
 func (h *history) add(now time.Time, n float64) {
@@ -205,21 +213,26 @@ func (h *history) add(now time.Time, n float64) {
 	h.secs[i] += n
 }
 
-// sum returns what was sent over the last period (the whole 64 seconds
-// for 0 or more), counted in whole seconds and a second more, so that a
-// window that began in the last second's slot is all in.
-func (h *history) sum(now time.Time, period time.Duration) float64 {
+// sum returns what was sent over the last period (the whole history for
+// 0), counted in whole seconds and a second more, so that a window that
+// began in the last second's slot is all in; known is false for a period
+// longer than the history holds: what was sent over it is not known.
+func (h *history) sum(now time.Time, period time.Duration) (total float64, known bool) {
 	span := int64(len(h.secs))
 	if period > 0 {
-		span = min(span, int64((period+time.Second-1)/time.Second)+1)
+		if need := int64((period+time.Second-1)/time.Second) + 1; need <= span {
+			span = need
+		} else {
+			return 0, false
+		}
 	}
-	s, total := now.Unix(), 0.0
+	s := now.Unix()
 	for i, st := range h.stamp {
 		if s-st < span {
 			total += h.secs[i]
 		}
 	}
-	return total
+	return total, true
 }
 
 // coarse reports whether a 429's hint is the least a hint in whole

@@ -213,3 +213,31 @@ func TestSpentClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimOverLongerThanCounted: a claim that a window is spent, over a
+// period the lane's own count covers, is weighed by it: sent nothing in
+// the last minute, a minute's window said spent is not believed. Over a
+// period longer than the count holds (a sliding counter of a minute,
+// its resets two minutes out, filled at the opening 66 s before), it is.
+func TestClaimOverLongerThanCounted(t *testing.T) {
+	l := New(Config{Adapt: true})
+	ln := l.lane("m")
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	ln.tok.own.add(at(0), 12_000)
+	refused := Outcome{Result: Refused, Tokens: true,
+		TokenWindow: Reading{Told: true, Limit: 12_000, Left: 0, Reset: 114 * time.Second}}
+	for _, tc := range []struct {
+		period time.Duration
+		want   bool
+	}{
+		{time.Minute, true},
+		{2 * time.Minute, false},
+		{10 * time.Minute, false},
+	} {
+		ln.tok.win.period = tc.period
+		if got := ln.contradicted(refused, at(66*time.Second)); got != tc.want {
+			t.Errorf("window of %v, 12,000 sent 66 s before: contradicted %v, want %v", tc.period, got, tc.want)
+		}
+	}
+}
