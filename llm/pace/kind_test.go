@@ -146,3 +146,24 @@ func TestWallReachedOnTheWay(t *testing.T) {
 		t.Error("a fixed second, sends 1 ms before its ends counted after them: not a wall")
 	}
 }
+
+// TestProbeBesidesKept: a window of no kind known held for a whole reset
+// two minutes out lets a probe go into the second half of it even when
+// room is kept for others, as far in as the probe and the kept room
+// together would take to come back.
+func TestProbeBesidesKept(t *testing.T) {
+	ms := time.Millisecond
+	var w window
+	for i := range 4 {
+		w.sent(at(time.Duration(i)*50*ms), float64(3000*(i+1)))
+		w.read(Reading{Told: true, Limit: 12000, Left: 12000 - 3000*(i+1), Reset: 120*time.Second - time.Duration(i)*50*ms},
+			at(time.Duration(i)*50*ms), at(time.Duration(i)*50*ms+50*ms), float64(3000*(i+1)))
+	}
+	now := at(time.Second)
+	for _, kept := range []float64{0, 25} {
+		ok, wait, _ := w.roomOrProbe(now, 12000, 25, kept)
+		if ok || wait > 70*time.Second {
+			t.Errorf("kept %v: room %v, wait %v; want none yet, a probe within 70 s", kept, ok, wait)
+		}
+	}
+}
