@@ -177,17 +177,13 @@ func (ln *lane) bigOnes(p *Permit) bool {
 // contradicted reports whether the answer claims a window is spent that
 // the lane's own count of what it sent over the window's period as known
 // so far says is not (see spentClaim): the claim is then not believed.
-// Over a period longer than the lane's count holds it is believed: a
-// sliding counter of 12,000 tokens a minute, its resets two minutes out,
-// was filled at the opening, and 66 s on the lane's count of a minute
-// held nothing of it: a probe's refusal there, told true, was taken for
-// a false claim, and the window for a fixed one of two minutes (1.63x). For a refusal, the window it was about is
+// Over a period longer than the lane's count holds, it is not believed
+// only where the window's newest reading had room for it too (see
+// quantity.contradicts). For a refusal, the window it was about is
 // weighed; for any other answer, either. ln.mu is held.
 func (ln *lane) contradicted(o Outcome, now time.Time) bool {
-	reqOwn, reqKnown := ln.req.own.sum(now, ln.req.win.period)
-	tokOwn, tokKnown := ln.tok.own.sum(now, ln.tok.win.period)
-	req := reqKnown && spentClaim(o.Requests, ln.req.win.most, reqOwn)
-	tok := tokKnown && spentClaim(o.TokenWindow, ln.tok.win.most, tokOwn)
+	req := ln.req.contradicts(o.Requests, now)
+	tok := ln.tok.contradicts(o.TokenWindow, now)
 	switch {
 	case o.Result != Refused:
 		return req || tok
@@ -218,13 +214,10 @@ func (h *history) add(now time.Time, n float64) {
 // began in the last second's slot is all in; known is false for a period
 // longer than the history holds: what was sent over it is not known.
 func (h *history) sum(now time.Time, period time.Duration) (total float64, known bool) {
-	span := int64(len(h.secs))
+	span, known := int64(len(h.secs)), true
 	if period > 0 {
-		if need := int64((period+time.Second-1)/time.Second) + 1; need <= span {
-			span = need
-		} else {
-			return 0, false
-		}
+		need := int64((period+time.Second-1)/time.Second) + 1
+		span, known = min(span, need), need <= span
 	}
 	s := now.Unix()
 	for i, st := range h.stamp {
@@ -232,7 +225,25 @@ func (h *history) sum(now time.Time, period time.Duration) (total float64, known
 			total += h.secs[i]
 		}
 	}
-	return total, true
+	return total, known
+}
+
+// contradicts reports whether r claims q's window is spent although the
+// lane's own count says it is not (see spentClaim). Over a period longer
+// than the count holds, the count is of its last part only, and the claim
+// is not believed only where the window's newest reading had room for
+// what it says was used: a sliding counter of 12,000 tokens a minute, its
+// resets two minutes out, was filled at the opening, and 66 s on the
+// lane's count held nothing of it; a probe's refusal there, told true, was
+// taken for a false claim, and the window for a fixed one of two minutes
+// (1.63x). A window of six minutes with 999,000 left a second before, said
+// spent, is not.
+func (q *quantity) contradicts(r Reading, now time.Time) bool {
+	own, known := q.own.sum(now, q.win.period)
+	if !spentClaim(r, q.win.most, own) {
+		return false
+	}
+	return known || 4*q.win.left >= float64(max(r.Limit, q.win.most)-r.Left)
 }
 
 // coarse reports whether a 429's hint is the least a hint in whole

@@ -217,27 +217,29 @@ func TestSpentClaim(t *testing.T) {
 // TestClaimOverLongerThanCounted: a claim that a window is spent, over a
 // period the lane's own count covers, is weighed by it: sent nothing in
 // the last minute, a minute's window said spent is not believed. Over a
-// period longer than the count holds (a sliding counter of a minute,
-// its resets two minutes out, filled at the opening 66 s before), it is.
+// period longer than the count holds (a sliding counter of a minute, its
+// resets two minutes out, filled at the opening 66 s before), it is, where
+// the window's newest reading was spent too; not where that had room.
 func TestClaimOverLongerThanCounted(t *testing.T) {
-	l := New(Config{Adapt: true})
-	ln := l.lane("m")
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	ln.tok.own.add(at(0), 12_000)
 	refused := Outcome{Result: Refused, Tokens: true,
 		TokenWindow: Reading{Told: true, Limit: 12_000, Left: 0, Reset: 114 * time.Second}}
 	for _, tc := range []struct {
-		period time.Duration
-		want   bool
+		period     time.Duration
+		sent, left float64 // sent at 0; left by the newest reading
+		want       bool
 	}{
-		{time.Minute, true},
-		{2 * time.Minute, false},
-		{10 * time.Minute, false},
+		{time.Minute, 12_000, 0, true},
+		{2 * time.Minute, 12_000, 0, false},
+		{10 * time.Minute, 24, 0, false},
+		{10 * time.Minute, 24, 12_000, true},
 	} {
-		ln.tok.win.period = tc.period
+		ln := New(Config{Adapt: true}).lane("m")
+		ln.mu.Lock()
+		ln.tok.own.add(at(0), tc.sent)
+		ln.tok.win.period, ln.tok.win.left = tc.period, tc.left
 		if got := ln.contradicted(refused, at(66*time.Second)); got != tc.want {
-			t.Errorf("window of %v, 12,000 sent 66 s before: contradicted %v, want %v", tc.period, got, tc.want)
+			t.Errorf("window of %v, %v sent 66 s before, %v left since: contradicted %v, want %v", tc.period, tc.sent, tc.left, got, tc.want)
 		}
+		ln.mu.Unlock()
 	}
 }
