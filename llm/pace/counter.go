@@ -77,10 +77,11 @@ func (c *counter) start(t time.Time) time.Time {
 // own is the server's count at t of the lane's units, count of them sent
 // by then: those of the fixed window t is in, and those of the window
 // before weighed by its share still within a length back from t. Within
-// a tick after the window's start (taken up to a tick early: see read),
-// the server's window may not have ended yet, and the one before that
-// still weighs what is left of it, (the tick less the time since the
-// start) over the length: counted
+// a tick after the window's start (taken up to a tick early: see read;
+// up to the slack, once the ends are found placed exactly: see vote), the
+// server's window may not have ended yet, and the one before that still
+// weighs what is left of it, (the tick less the time since the start)
+// over the length: counted
 // whole only as the window before, 32 sent at a minute counter's opening
 // still weighed 0.13 at 119.75 s, and the 24th of its next minute, sent
 // after an end taken 0.25 s early, was refused.
@@ -203,9 +204,9 @@ func (c *counter) wait(log *sendLog, now time.Time, need float64) time.Duration 
 	return end.Sub(now) + time.Millisecond
 }
 
-// roomOrProbe is room, and when there is none, whether n units (kept
-// none) may go to probe; if they may later, wait is no longer than until
-// then.
+// roomOrProbe is room, and when there is none, whether n units (and the
+// kept room with them) may go to probe; if they may later, wait is no
+// longer than until then.
 //
 // A probe is a request let go although the window has not the room for
 // it, to test whether it is a sliding counter. A counter's reset reaches

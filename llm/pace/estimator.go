@@ -60,7 +60,7 @@ type estimator struct {
 	rtt        time.Duration // the round trip of the newest answer admitted
 	okAt       time.Time     // when the newest request admitted went
 	nayAt      time.Time     // when the first request refused since went
-	dryCut     bool          // an episode began in the run of refusals since nayAt, past lockout
+	dryCut     bool          // an episode began in the run of refusals since nayAt, past lockout or at a wall
 	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
 	explained  bool          // the last refusal was one the known noise level accounts for
 	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows

@@ -134,7 +134,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Tokens {
 		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
 	}
-	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r)
+	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r, n)
 	hint := o.Hint // what the lane's pause heeds
 	if coarse(hint) && !o.FineHint && q.est.adapt && (q.est.good > 0 || !math.IsInf(q.est.ceil, 1)) {
 		hint = 0 // see coarse; with no search there is no hold of the estimator's to pause for instead
@@ -232,7 +232,8 @@ func (h *history) sum(now time.Time, period time.Duration) (total float64, known
 // lane's own count says it is not (see spentClaim). Over a period longer
 // than the count holds, the count is of its last part only, and the claim
 // is not believed only where the window's newest reading had room for
-// what it says was used: a sliding counter of 12,000 tokens a minute, its
+// a quarter of what it says was used (as spentClaim's own count must
+// reach a quarter of it): a sliding counter of 12,000 tokens a minute, its
 // resets two minutes out, was filled at the opening, and 66 s on the
 // lane's count held nothing of it; a probe's refusal there, told true, was
 // taken for a false claim, and the window for a fixed one of two minutes

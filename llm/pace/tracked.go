@@ -44,10 +44,12 @@ func (w *window) admits() float64 {
 	return 0
 }
 
-// admitsTold is admits for a refusal whose reading r told the window,
-// and 0 for one that did not.
-func (w *window) admitsTold(r Reading) float64 {
-	if !r.Told {
+// admitsTold is admits for a refusal of n units whose reading r told the
+// window had less left than that: the window's own refusal. For one that
+// did not tell the window, or told it had room (another limit refused:
+// a day's beside the minute's, a minute's enforced by the second), 0.
+func (w *window) admitsTold(r Reading, n float64) float64 {
+	if !r.Told || float64(r.Left) >= n {
 		return 0
 	}
 	return w.admits()
@@ -55,9 +57,10 @@ func (w *window) admitsTold(r Reading) float64 {
 
 // least is the lowest pace a cut for the refusal cut may go to: a unit a
 // minute, the estimator's floor, and the rate the window its headers told
-// admits (see admits), the told limit at most.
+// admits (see admits), the told limit and the pace refused at most: a
+// floor, never a lift.
 func (e *estimator) least(cut pending) float64 {
-	return max(minRate, e.floor, min(cutTo*cut.tracked, e.ceil))
+	return max(minRate, e.floor, min(cutTo*cut.tracked, e.ceil, cut.rate))
 }
 
 // counted returns, for a reading of a request sent at sentAt when the

@@ -97,3 +97,21 @@ func TestCutOverTrackedWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmitsTold: the floor a tracked window sets a cut is for its own
+// refusals, those whose reading shows less left than the request needed;
+// one whose reading shows room is another limit's, and sets none. The
+// floor never lifts a pace refused under it.
+func TestAdmitsTold(t *testing.T) {
+	w := window{limit: 10_000, fine: true, wall: true, period: time.Second}
+	if got := w.admitsTold(Reading{Told: true, Limit: 10_000, Left: 30}, 80); got <= 0 {
+		t.Errorf("refused 80 with 30 left: admits %v, want the window's rate", got)
+	}
+	if got := w.admitsTold(Reading{Told: true, Limit: 10_000, Left: 9_000}, 80); got != 0 {
+		t.Errorf("refused 80 with 9,000 left: admits %v, want 0 (another limit's refusal)", got)
+	}
+	e := newEstimator(math.Inf(1), true, t0)
+	if got := e.least(pending{rate: 5, tracked: 20}); got > 5 {
+		t.Errorf("refused at 5 a second, the window admitting 20: least %v, want no lift over 5", got)
+	}
+}

@@ -30,6 +30,7 @@ type unitGuess struct {
 // sent when its request went.
 type unitMark struct {
 	used, reqs, toks float64
+	limit            int // the window's size said: another's readings count from afresh
 	ok               bool
 }
 
@@ -46,11 +47,11 @@ func (ln *lane) weigh(r Reading, seqReq, seqTok, share float64) bool {
 		return g.tokens
 	}
 	used := float64(r.Limit - r.Left)
-	now := unitMark{used, seqReq, seqTok, true}
+	now := unitMark{used, seqReq, seqTok, r.Limit, true}
 	from := g.from
 	switch {
-	case !from.ok || used < from.used:
-		g.from = now // room came back: growth counts from here
+	case !from.ok || used < from.used || r.Limit != from.limit:
+		g.from = now // room came back, or another window told: growth counts from here
 		return g.tokens
 	case seqReq < from.reqs:
 		return g.tokens // sent before the mark, answered after it
@@ -82,10 +83,11 @@ func (ln *lane) sortUnits(p *Permit, o *Outcome) {
 	tokens := ln.weigh(o.Requests, p.seqReq, p.seqTok, max(p.share, 1))
 	if tokens != was {
 		// What the other window learned of these readings was wrong.
+		// What the user told of each stays (see quantity.toldBucket).
 		if tokens {
-			ln.req.win = window{log: ln.req.win.log}
+			ln.req.win = window{log: ln.req.win.log, told: ln.req.win.told}
 		} else {
-			ln.tok.win = window{log: ln.tok.win.log}
+			ln.tok.win = window{log: ln.tok.win.log, told: ln.tok.win.told}
 		}
 	}
 	switch {
