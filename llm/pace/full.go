@@ -77,9 +77,6 @@ func (f *sinceFull) nay(sentAt time.Time, n float64) {
 	if !f.first.IsZero() && !sentAt.After(f.first) {
 		f.burst -= n
 	}
-	if !f.dry.at.IsZero() && !sentAt.After(f.dry.at) {
-		f.dryAfter = max(f.dryAfter-n, 0) // what was taken up to dry's mark: see afterBurst
-	}
 }
 
 // markFull notes that the server was full when the request refused, sent
