@@ -130,24 +130,7 @@ limiter_log() { echo "$hp/access.log"; }
 
 apt_install haproxy 1
 haproxy_bin=$(find_sbin haproxy)
-export PATH=$PATH:/usr/local/go/bin
-(cd "$root" && go build -o "$work/llmbatch" .)
-bin=$work/llmbatch
-
-awk -v n="$N" 'BEGIN {
-	srand(1)
-	split("the of and to in is that for it as with was on be by at this from or an are which", w, " ")
-	for (i = 1; i <= n; i++) {
-		size = 50 + int(rand() * 351)
-		s = "item " i
-		while (length(s) < size) s = s " " w[1 + int(rand() * 22)]
-		printf "{\"id\":\"n-%d\",\"prompt\":\"%s\"}\n", i, substr(s, 1, size)
-	}
-}' >"$work/in.jsonl"
-
-start_mock --latency "$LATENCY"
-mockaddr=${url#http://}
-mockaddr=${mockaddr%/v1}
+limited_setup
 
 hint='no hint'
 [[ $HINT == 1 ]] && hint='Retry-After: 1'

@@ -18,6 +18,30 @@ start_mock() {
 	exit 1
 }
 
+# limited_setup, for the benches of a real limiter in front of the mock,
+# builds llmbatch into $work (sets bin), writes N items of 50-400
+# characters, seeded, to $work/in.jsonl, and starts the mock with LATENCY
+# (sets url and mockaddr, its host:port). The script sets root, work, N
+# and LATENCY first.
+limited_setup() {
+	export PATH=$PATH:/usr/local/go/bin
+	(cd "$root" && go build -o "$work/llmbatch" .)
+	bin=$work/llmbatch
+	awk -v n="$N" 'BEGIN {
+		srand(1)
+		split("the of and to in is that for it as with was on be by at this from or an are which", w, " ")
+		for (i = 1; i <= n; i++) {
+			size = 50 + int(rand() * 351)
+			s = "item " i
+			while (length(s) < size) s = s " " w[1 + int(rand() * 22)]
+			printf "{\"id\":\"n-%d\",\"prompt\":\"%s\"}\n", i, substr(s, 1, size)
+		}
+	}' >"$work/in.jsonl"
+	start_mock --latency "$LATENCY"
+	mockaddr=${url#http://}
+	mockaddr=${mockaddr%/v1}
+}
+
 # seconds DURATION prints a Go-style duration such as 1s, 500ms or 1m in
 # seconds.
 seconds() {

@@ -114,24 +114,7 @@ limiter_log() { echo "$ng/access.log"; }
 
 apt_install nginx
 nginx_bin=$(find_sbin nginx)
-export PATH=$PATH:/usr/local/go/bin
-(cd "$root" && go build -o "$work/llmbatch" .)
-bin=$work/llmbatch
-
-awk -v n="$N" 'BEGIN {
-	srand(1)
-	split("the of and to in is that for it as with was on be by at this from or an are which", w, " ")
-	for (i = 1; i <= n; i++) {
-		size = 50 + int(rand() * 351)
-		s = "item " i
-		while (length(s) < size) s = s " " w[1 + int(rand() * 22)]
-		printf "{\"id\":\"n-%d\",\"prompt\":\"%s\"}\n", i, substr(s, 1, size)
-	}
-}' >"$work/in.jsonl"
-
-start_mock --latency "$LATENCY"
-mockaddr=${url#http://}
-mockaddr=${mockaddr%/v1}
+limited_setup
 
 printf 'nginx %s limit_req: rate=%dr/s burst=%d nodelay, 429 page, no hints; mock latency %s; N=%d, -j %d\n' \
 	"$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')" "$RATE" "$BURST" "$LATENCY" "$N" "$J"

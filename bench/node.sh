@@ -99,24 +99,7 @@ echo '{"private": true}' >"$nd/package.json"
 (cd "$nd" && npm install --no-audit --no-fund --no-save --loglevel=error \
 	express@5.3.0 express-rate-limit@8.7.5 rate-limiter-flexible@11.4.0 >"$nd/npm.log" 2>&1) ||
 	{ echo "npm install failed:" >&2 && cat "$nd/npm.log" >&2 && exit 1; }
-export PATH=$PATH:/usr/local/go/bin
-(cd "$root" && go build -o "$work/llmbatch" .)
-bin=$work/llmbatch
-
-awk -v n="$N" 'BEGIN {
-	srand(1)
-	split("the of and to in is that for it as with was on be by at this from or an are which", w, " ")
-	for (i = 1; i <= n; i++) {
-		size = 50 + int(rand() * 351)
-		s = "item " i
-		while (length(s) < size) s = s " " w[1 + int(rand() * 22)]
-		printf "{\"id\":\"n-%d\",\"prompt\":\"%s\"}\n", i, substr(s, 1, size)
-	}
-}' >"$work/in.jsonl"
-
-start_mock --latency "$LATENCY"
-mockaddr=${url#http://}
-mockaddr=${mockaddr%/v1}
+limited_setup
 
 version() { node -p "require('$nd/node_modules/$1/package.json').version"; }
 lib="express-rate-limit $(version express-rate-limit), HEADERS=$HEADERS"
