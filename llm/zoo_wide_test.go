@@ -125,31 +125,10 @@ func TestZooWide(t *testing.T) {
 	if os.Getenv("LLMBATCH_ZOO_WIDE") != "1" {
 		t.Skip("the wide zoo runs with LLMBATCH_ZOO_WIDE=1")
 	}
-	cells := wideCells()
-	results := make([]zooResult, len(cells))
-	t.Run("cells", func(t *testing.T) {
-		for i, c := range cells {
-			t.Run(c.name(), func(t *testing.T) {
-				t.Parallel()
-				r := runZoo(t, c)
-				// mock.Ideal leaves jitter out: the last answer may take
-				// up to Jitter more than the latency.
-				r.ideal += c.mock.Jitter
-				r.even += c.mock.Jitter
-				results[i] = r
-				for _, p := range r.problems(zooStrict()) {
-					t.Error(p)
-				}
-			})
-		}
-	})
+	results := runCells(t, wideCells())
 	table, misses := zooTable(results), wideMisses(results)
 	t.Logf("\n%s\nmisses:\n%s\n%d cells, %d miss issue 10's figures", table, zooTable(misses), len(results), len(misses))
-	if path := os.Getenv("LLMBATCH_ZOO_MD"); path != "" {
-		if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
+	writeZooMD(t, table)
 }
 
 // wideMisses are the results missing issue 10's figures.

@@ -69,7 +69,7 @@ func (w *window) inStep(r Reading) bool {
 	if w.refill <= 0 || w.limit <= 0 {
 		return false
 	}
-	full := time.Duration(float64(w.limit-r.Left) / w.refill * float64(time.Second))
+	full := w.toFull(r)
 	return (r.Reset - full).Abs() <= w.resolution()
 }
 
@@ -87,6 +87,12 @@ func (w *window) offStep(r Reading) bool {
 	if w.refill <= 0 || w.limit <= 0 || w.sized {
 		return false
 	}
-	full := time.Duration(float64(w.limit-r.Left) / w.refill * float64(time.Second))
+	full := w.toFull(r)
 	return (r.Reset - full).Abs() > max(2*w.resolution(), max(r.Reset, full)/4)
+}
+
+// toFull is how long the bucket the window has been found to be takes to
+// refill what r says it has used.
+func (w *window) toFull(r Reading) time.Duration {
+	return time.Duration(float64(w.limit-r.Left) / w.refill * float64(time.Second))
 }

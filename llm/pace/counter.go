@@ -93,7 +93,7 @@ func (c *counter) own(log *sendLog, t time.Time, count float64) float64 {
 func (c *counter) ownWith(log *sendLog, t time.Time, count float64, slack time.Duration) float64 {
 	s := c.start(t)
 	before, earlier := log.countAt(s.Add(-1)), log.countAt(s.Add(-c.length-1))
-	n := count - before + (before-earlier)*(1-max(t.Sub(s)-slack, 0).Seconds()/c.length.Seconds())
+	n := count - before + (before-earlier)*(1-c.into(t, s, slack))
 	if late := s.Add(min(c.tick, slack)).Sub(t); late > 0 {
 		n += (earlier - log.countAt(s.Add(-2*c.length-1))) * late.Seconds() / c.length.Seconds()
 	}
@@ -101,10 +101,10 @@ func (c *counter) ownWith(log *sendLog, t time.Time, count float64, slack time.D
 }
 
 // into is the share of the fixed window begun at s that has gone by t,
-// as late as the end told may be (its slack): the window before weighs no
+// as late as the end told may be (slack): the window before weighs no
 // less than the server's.
-func (c *counter) into(t, s time.Time) float64 {
-	return max(t.Sub(s)-c.slack, 0).Seconds() / c.length.Seconds()
+func (c *counter) into(t, s time.Time, slack time.Duration) float64 {
+	return max(t.Sub(s)-slack, 0).Seconds() / c.length.Seconds()
 }
 
 // read takes in a reading that counted used, of the request sent at
@@ -166,7 +166,7 @@ func (c *counter) besides(t time.Time) float64 {
 	case s.Equal(then):
 		return c.excess
 	case s.Equal(then.Add(c.length)):
-		return c.excess * (1 - c.into(t, s))
+		return c.excess * (1 - c.into(t, s, c.slack))
 	}
 	return 0
 }
