@@ -51,11 +51,18 @@ import (
 
 // zooTransport serves requests with the mock's handler in memory, so a run
 // plays under synctest's fake clock.
-type zooTransport struct{ h http.Handler }
+type zooTransport struct {
+	h   http.Handler
+	log *slog.Logger // each request's send and answer, when the cell is traced
+}
 
 func (z zooTransport) Do(r *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
+	sent := time.Now()
 	z.h.ServeHTTP(rec, r)
+	if z.log != nil {
+		z.log.Debug("answer", "status", rec.Code, "took", time.Since(sent).Round(time.Millisecond))
+	}
 	return rec.Result(), nil
 }
 
@@ -151,7 +158,8 @@ func runZoo(t *testing.T, c zooCell) zooResult {
 		even: mock.Ideal(even, c.prompts, c.workers) + c.mock.Jitter}
 	synctest.Test(t, func(t *testing.T) {
 		h := mock.New(c.mock)
-		client, err := llm.New(llm.Config{BaseURL: "http://zoo/v1", HTTPClient: zooTransport{h}, Limiter: zooLimiter(t, c),
+		trace := zooTrace(t, c)
+		client, err := llm.New(llm.Config{BaseURL: "http://zoo/v1", HTTPClient: zooTransport{h, trace}, Limiter: zooLimiter(c, trace),
 			Concurrency: c.workers, Timeout: 10 * time.Minute, MaxAttempts: 6, Backoff: llm.FullJitter(time.Second, time.Minute)})
 		if err != nil {
 			t.Fatal(err)
@@ -184,8 +192,8 @@ func runZoo(t *testing.T, c zooCell) zooResult {
 
 // zooLimiter is the limiter cmd builds: adapting, with its 3% margin, told
 // the true limit per minute or nothing.
-func zooLimiter(t *testing.T, c zooCell) *llm.Limiter {
-	cfg := llm.LimiterConfig{Concurrency: c.workers, Adapt: true, Margin: 0.03, Logger: zooTrace(t, c)}
+func zooLimiter(c zooCell, trace *slog.Logger) *llm.Limiter {
+	cfg := llm.LimiterConfig{Concurrency: c.workers, Adapt: true, Margin: 0.03, Logger: trace}
 	if c.told {
 		perMinute := func(n int) int { return int(int64(n) * int64(time.Minute) / int64(c.mock.Window)) }
 		cfg.RPM, cfg.TPM = perMinute(c.mock.RPM), perMinute(c.mock.TPM)

@@ -82,6 +82,11 @@ var wideSpecs = []wideSpec{
 	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: time.Minute, limit: 120, items: 360, latency: 50 * time.Millisecond, workers: 32, first: true},
 	{alg: mock.LimiterPenalty, style: mock.HeadersNone, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 2 * time.Second},
 	{alg: mock.LimiterPenalty, style: mock.HeadersRetryAfter, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 2 * time.Second},
+	// The same ban with windows a hundredth longer than the pace
+	// 20 a second first found: on the real clock a request reached the
+	// proxy a millisecond early, the second ban came at once, and the run
+	// took 12x its time (bench/node.sh ALG=rlf-block).
+	{alg: mock.LimiterPenalty, style: mock.HeadersNone, window: 1010 * time.Millisecond, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 2 * time.Second},
 }
 
 // The wide zoo's prompts, made once and sliced: the cells only read them.

@@ -1,6 +1,9 @@
 package pace
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // How the estimator climbs: whether a pace was used (see tick), the next
 // pace after one held (up, step), and what a run of refusals with no hint
@@ -11,8 +14,11 @@ import "time"
 // of a pace unused that the next one did not fit in (a long prompt waits
 // for a whole one of its size): up to the biggest is allowed for, and a
 // request that waited for the pace's own second shows it was reached.
+// The time held after refusals is no time the pace could be used in (a
+// 2 s ban at the start of an epoch at 14/s left it unused for good: 211
+// sent in 16.7 s).
 func (e *estimator) used(now time.Time) bool {
-	return e.ep.pressed || e.ep.sent+e.ep.biggest >= 0.9*e.rate*now.Sub(e.ep.start).Seconds()
+	return e.ep.pressed || e.ep.sent+e.ep.biggest >= 0.9*e.rate*(now.Sub(e.ep.start)-e.ep.held).Seconds()
 }
 
 // up returns the next pace after one held for a span: a step towards the
@@ -50,6 +56,9 @@ func (e *estimator) up(now time.Time) float64 {
 		// ones are small (the limit is often just over the pace held),
 		// and none goes before it is worth its hold (see worth).
 		next := min((e.rate+e.bad)/2, e.rate*e.factor())
+		if e.bad > farUnder*e.rate {
+			next = math.Sqrt(e.rate * e.bad) // far under: halfway, as rates go (see farUnder)
+		}
 		if !e.worth(now, next) {
 			return e.rate
 		}
@@ -129,3 +138,11 @@ func (e *estimator) dryRun(sentAt time.Time) time.Duration {
 	}
 	return d
 }
+
+// farUnder is how far under the rate refused a pace must be for its next
+// step to go halfway there as rates go (the geometric mean): a cut that
+// deep was a measure over holds (a ban's, a window's wall; see bracket),
+// and the first small steps of a climb from it, each waiting to be worth
+// a refusal's hold (see worth), took 20 s to get from a third of the rate
+// back to it.
+const farUnder = 2

@@ -179,6 +179,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
 	enough := e.ep.answers >= minAnswers
 	var okRate float64 // what the server admitted over the epoch, if that measures it
+	var open float64   // what it admitted out of a ban's holds, if it may be one (see banned)
 	measured := false
 	switch {
 	case (enough || e.opening(cut)) && math.IsInf(cut.rate, 1):
@@ -206,6 +207,9 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 		// between the two. Nor of one refused before it lasted a round
 		// trip: what it admitted, one instant sent.
 		okRate, measured = e.ep.admitted/max(cut.at.Sub(e.ep.start)-e.rtt, minSpan).Seconds(), true
+		if e.ep.walled > 0 && e.ep.dry < dryMost && elapsed >= e.span {
+			open = e.ep.admitted / max(elapsed-e.rtt, minSpan).Seconds() // see banned
+		}
 	case enough && elapsed >= e.span:
 		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true
 	case e.overHeld(cut.sentRate):
@@ -213,7 +217,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	}
 	if measured {
 		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
-		bad = min(bad, max(okRate, next))
+		bad = min(bad, max(okRate, open, next))
 	}
 	e.climbs = 0
 	return next, bad

@@ -110,6 +110,8 @@ type epoch struct {
 	answers, nays     int           // requests answered, and of those refused
 	first             time.Time     // when the first was answered
 	held              time.Duration // held by refusals since start, in which nothing was sent
+	walled            time.Duration // of that, held at a wall (see wallHold)
+	dry               time.Duration // the longest run of refusals with nothing taken in it, so far
 	judged            time.Time     // when tick last judged it
 }
 
@@ -172,7 +174,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	if sentAt.Before(e.ep.start) {
 		return 0
 	}
-	e.ep.refused, e.ep.nays = e.ep.refused+n, e.ep.nays+1
+	e.ep.refused, e.ep.nays, e.ep.dry = e.ep.refused+n, e.ep.nays+1, max(e.ep.dry, dry)
 	e.ep.answered(now)
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it

@@ -36,6 +36,7 @@ type sinceFull struct {
 	burst      float64       // units taken before the first refusal of all: the most the server holds
 	first      time.Time     // when the request of that refusal went
 	dryAfter   float64       // units taken from the refusal marked before dry (or the start) to it
+	dryFloor   float64       // the least rate a bucket refills at to have taken dryAfter so (see outpaced)
 	wallUntil  time.Time     // the end of the last hold at a wall (see wallHold)
 }
 
@@ -90,9 +91,11 @@ func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	}
 	e.cut.took, e.cut.between, e.cut.since, _ = f.took(f.last, sentAt)
 	if e.cut.dry = f.dryFor(sentAt); e.cut.dry == 0 {
-		f.dry, f.dryAfter = fullMark{sentAt, f.sent, f.nays, f.held}, e.cut.took
+		f.dry, f.dryAfter, f.dryFloor = fullMark{sentAt, f.sent, f.nays, f.held}, e.cut.took, 0
 		if f.last.at.IsZero() {
 			f.dryAfter = f.burst
+		} else if e.cut.between > 0 {
+			f.dryFloor = (e.cut.took - e.cut.n) / e.cut.between.Seconds()
 		}
 	}
 	f.last = fullMark{sentAt, f.sent, f.nays, f.held}
@@ -119,6 +122,24 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 	return rate, e.span.Seconds() / cut.since.Seconds(), true
 }
 
+// keptUp returns the least rate the server lets through that what it
+// admitted over the last seconds before cut's refusal shows: over any
+// time, a limiter takes no more than it refills then and what it holds,
+// its burst (a fixed window, two windows' worth, at its edge). Over the
+// longest time back to the refusal before (a minute's at most, four
+// spans at least), that bounds a measure from that refusal on from below
+// where the pace climbed from far under the rate meanwhile: a measure of
+// what was sent, not of what the server takes. (Climbing back after a
+// ban of 2 s, a pace held at 1,184/min for 6 s was refused at 1,243/min
+// and cut to 607/min, the 30 s of the climb in its measure.)
+func (e *estimator) keptUp(cut pending) float64 {
+	most := 0.0
+	for k := 4 * e.span; k <= min(cut.between, maxSpan); k += e.span {
+		most = max(most, (e.long.got.sum(cut.at.Add(-k), cut.at)-2*e.full.burst)/k.Seconds())
+	}
+	return most
+}
+
 // dryRate returns the most the server can let through a second when it
 // took nothing of what was sent from a refusal a second or more before
 // cut's to it: a bucket full at the first and still at the last leaked
@@ -131,7 +152,10 @@ func (e *estimator) dryRate(cut pending) (float64, bool) {
 	if cut.dry < minSpan || cut.dry >= dryMost || e.full.afterBurst(cut.n) {
 		return 0, false
 	}
-	return cut.n / cut.dry.Seconds(), true
+	if r := cut.n / cut.dry.Seconds(); !e.full.outpaced(r) {
+		return r, true
+	}
+	return 0, false
 }
 
 // measuredCut bounds the cut to next by what the server took between its
@@ -139,6 +163,11 @@ func (e *estimator) dryRate(cut pending) (float64, bool) {
 func (e *estimator) measuredCut(cut pending, next, bad float64) (float64, float64) {
 	e.measured = false
 	if r, slack, ok := e.fullRate(cut); ok && next > r*(1+slack) {
+		if kept := e.keptUp(cut); kept > r {
+			// More than it took since: what it took was what was sent,
+			// its rate lies between kept and the rate refused.
+			return cutTo * kept, bad
+		}
 		// Its rate, give or take a window's worth, however long a
 		// burst that came back under a cut held a probe over it: a
 		// pace over that is no pace held.

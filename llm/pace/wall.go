@@ -18,6 +18,16 @@ func (f *sinceFull) afterBurst(n float64) bool {
 	return f.burst >= minAnswers*n && f.dryAfter >= f.burst
 }
 
+// outpaced reports whether a bucket refilling at rate r could not have
+// taken what the server took from the refusal marked before the run of
+// refusals to the run's first: full at both, it took no more than it
+// refilled and a request. So the run is no slow bucket's but a wall's, or
+// a ban's after a window's worth, and says nothing of the rate. (A ban of
+// 2 s after 20 in a second took 20 in the 2 s between two of its runs;
+// taken for a bucket of one request per run, 41/min, the pace came back
+// to the 1,200/min over minutes, and the run took 12x its time.)
+func (f *sinceFull) outpaced(r float64) bool { return r < f.dryFloor }
+
 // walled reports whether the run of refusals with nothing taken, as
 // marked last, began after a whole burst (see afterBurst): the server is
 // at a window's wall or bans, and its refusals until it takes again say no
@@ -37,6 +47,12 @@ func (e *estimator) wallHold(now time.Time, dry time.Duration) time.Duration {
 	if extra := now.Add(e.span).Sub(f.wallUntil); dry < lockout && extra > 0 {
 		extra = min(extra, e.span)
 		f.held, e.ep.held, f.wallUntil = f.held+extra, e.ep.held+extra, now.Add(e.span)
+		e.ep.walled += extra
 	}
+	// The episode costs the whole run: a step up is worth it once it
+	// pays for so long a hold (see worth). Charged only its first
+	// hold, a ban of 2 s after a window of 20 a second was probed each
+	// 6-10 s, each probe a ban: 1.35x.
+	e.cost = max(e.cost, min(now.Add(e.span).Sub(e.costAt), maxSpan))
 	return e.span
 }
