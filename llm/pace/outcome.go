@@ -120,20 +120,24 @@ func (ln *lane) admitted(p *Permit, now time.Time) {
 // holds only its own request: the gate keeps the others under the cap.
 // ln.mu is held.
 func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
-	if o.Keyed || ln.contradicted(o, now) || p.probe != nil {
+	if o.Unsure {
+		o.Tokens = ln.bigOnes(p)
+	}
+	q, n, r := &ln.req, p.share, o.Requests // what it stands for, as it was counted sent
+	if o.Tokens {
+		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
+	}
+	contra := !o.Keyed && ln.contradicted(o, now)
+	if o.Keyed || p.probe != nil || (contra && !soon(r, o.Hint)) {
 		// The key rests, the others go on; or it costs its own Retry-After,
 		// no more; or a probe found the hold real (see roomOrProbe).
 		ln.answered(p, now, lostIt)
 		return o.Hint
 	}
-	if o.Unsure {
-		o.Tokens = ln.bigOnes(p)
+	if contra {
+		r.Told = false // see soon: the refusal is believed, not its claim
 	}
 	ln.tok.refund(now, p.sent, p.tokens, o.Tokens)
-	q, n, r := &ln.req, p.share, o.Requests // what it stands for, as it was counted sent
-	if o.Tokens {
-		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
-	}
 	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r, n)
 	hint := o.Hint // what the lane's pause heeds
 	if coarse(hint) && !o.FineHint && q.est.adapt && (q.est.good > 0 || !math.IsInf(q.est.ceil, 1)) {
@@ -246,6 +250,17 @@ func (q *quantity) contradicts(r Reading, now time.Time) bool {
 	}
 	return known || 4*q.win.left >= float64(max(r.Limit, q.win.most)-r.Left)
 }
+
+// soon reports whether a claim the lane's count contradicts says the
+// window resets no later than the refusal's own hint, or within a second:
+// believing the refusal then costs no more than its hint, whatever the
+// claim, and the refusal is the server's limit or noise, which the
+// estimator tells apart. (A GCRA of 100 per 10 s, told GitHub's way with
+// whole-second resets, claimed a spent window of a second that a lane
+// sending 15 a second had not spent: every other request refused for
+// 1.5 s at a time taught the pace nothing, 13% refused.) A claim of a
+// window spent for minutes still costs only its own Retry-After.
+func soon(r Reading, hint time.Duration) bool { return r.Reset <= max(hint, minSpan) }
 
 // coarse reports whether a 429's hint is the least a hint in whole
 // seconds can say, one second: it says when that request may go again (and

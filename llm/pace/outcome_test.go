@@ -243,3 +243,42 @@ func TestClaimOverLongerThanCounted(t *testing.T) {
 		ln.mu.Unlock()
 	}
 }
+
+// TestShortClaimRefusalBelieved: a refusal whose claim of a spent window
+// the lane's count contradicts teaches the pace when the claim's reset is
+// no later than its hint (a GCRA's whole-second reset, told GitHub's way):
+// it costs no more to believe. One whose claim is of a window spent for 6
+// minutes still costs only its own Retry-After, the lane not paused.
+func TestShortClaimRefusalBelieved(t *testing.T) {
+	for _, tc := range []struct {
+		reset  time.Duration
+		paused bool
+	}{{time.Second, true}, {6 * time.Minute, false}} {
+		synctest.Test(t, func(t *testing.T) {
+			l := New(Config{Adapt: true, Concurrency: 8})
+			for range 20 {
+				p, err := l.Acquire(t.Context(), "m", 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+				p.Done(Outcome{Result: Admitted})
+			}
+			p, err := l.Acquire(t.Context(), "m", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claim := Reading{Told: true, Limit: 100, Left: 0, Reset: tc.reset}
+			if wait := p.Done(Outcome{Result: Refused, Hint: time.Second, Requests: claim}); wait < time.Second {
+				t.Errorf("reset %v: the refused request waits %v, want its hint, 1s", tc.reset, wait)
+			}
+			ln := l.lane("m")
+			ln.mu.Lock()
+			defer ln.mu.Unlock()
+			if got := ln.until.After(ln.l.now()); got != tc.paused || ln.req.est.cut.decideAt.IsZero() == tc.paused {
+				t.Errorf("claim of 100 spent, reset %v, 20 sent: lane paused %v, a cut pending %v; want both %v",
+					tc.reset, got, !ln.req.est.cut.decideAt.IsZero(), tc.paused)
+			}
+		})
+	}
+}
