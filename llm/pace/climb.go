@@ -162,10 +162,13 @@ func (ep *epoch) answered(now time.Time) {
 // refusal was seen, its round trip is not known, and only answers count.
 // (Waiting for their answers, an epoch at 3 a second answered 3 s late
 // said nothing for 5.7 s.)
-func (e *estimator) heard() int {
-	if e.nayTrip == 0 || math.IsInf(e.rate, 1) {
+func (e *estimator) heard(now time.Time) int {
+	elapsed := now.Sub(e.ep.start) - e.ep.held
+	if e.nayTrip == 0 || elapsed <= 0 {
 		return e.ep.answers
 	}
-	young := int(math.Ceil(e.rate * e.nayTrip.Seconds())) // sent within a refusal's round trip
+	// Those sent within a refusal's round trip, at the epoch's rate of
+	// requests (a pace of tokens counts units, not requests).
+	young := int(math.Ceil(float64(e.ep.sends) * min(e.nayTrip.Seconds()/elapsed.Seconds(), 1)))
 	return e.ep.answers + max(e.ep.sends-e.ep.answers-young, 0)
 }
