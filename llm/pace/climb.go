@@ -146,3 +146,29 @@ func (e *estimator) dryRun(sentAt time.Time) time.Duration {
 // a refusal's hold (see worth), took 20 s to get from a third of the rate
 // back to it.
 const farUnder = 2
+
+// answered counts an answer seen at now.
+func (ep *epoch) answered(now time.Time) {
+	if ep.answers == 0 {
+		ep.first = now
+	}
+	ep.answers++
+}
+
+// heard returns how many requests of the epoch have said whether the pace
+// holds: those answered, and those in flight for longer than a refusal
+// takes to come back (a refusal comes back at once, an answer the model's
+// latency later: not refused by then, they were admitted). Before any
+// refusal was seen, its round trip is not known, and only answers count.
+// (Waiting for their answers, an epoch at 3 a second answered 3 s late
+// said nothing for 5.7 s.)
+func (e *estimator) heard(now time.Time) int {
+	elapsed := now.Sub(e.ep.start) - e.ep.held
+	if e.nayTrip == 0 || elapsed <= 0 {
+		return e.ep.answers
+	}
+	// Those sent within a refusal's round trip, at the epoch's rate of
+	// requests (a pace of tokens counts units, not requests).
+	young := int(math.Ceil(float64(e.ep.sends) * min(e.nayTrip.Seconds()/elapsed.Seconds(), 1)))
+	return e.ep.answers + max(e.ep.sends-e.ep.answers-young, 0)
+}
