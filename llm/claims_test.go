@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,11 +20,12 @@ import (
 
 // randomRefusals answers at once, in 20ms; one request in ten, drawn from
 // rng, gets a 429. With claim, its headers claim the token window is spent
-// for 6 minutes, with Retry-After: 1; without, it says only
+// for 6 minutes (or reset), with Retry-After: 1; without, it says only
 // `retry-after-ms: 5`: a gateway shedding load it does not have.
 type randomRefusals struct {
 	claim   bool
-	seconds bool // the hint is Retry-After: 1, not retry-after-ms: 5
+	reset   string // the claim's reset; "": 6m0s
+	seconds bool   // the hint is Retry-After: 1, not retry-after-ms: 5
 	mu      sync.Mutex
 	rng     *rand.Rand
 }
@@ -37,7 +39,7 @@ func (s *randomRefusals) Do(r *http.Request) (*http.Response, error) {
 	h := http.Header{}
 	if s.claim {
 		h.Set("x-ratelimit-limit-tokens", "1000000")
-		h.Set("x-ratelimit-reset-tokens", "6m0s")
+		h.Set("x-ratelimit-reset-tokens", cmp.Or(s.reset, "6m0s"))
 		h.Set("x-ratelimit-remaining-tokens", "999000")
 	}
 	if !refuse {
@@ -99,6 +101,25 @@ func TestFalseSpentClaimCostsItsRetryAfter(t *testing.T) {
 		}
 		if _, tpm := lim.Effective("m"); tpm != 0 {
 			t.Errorf("the token pace after false claims is %v a minute, want none learned", tpm)
+		}
+	})
+}
+
+// TestFalseShortClaimCostsItsRetryAfter: the same false claims, the
+// window said to reset in a second, within the hint: the claim is still
+// not believed where the lane's count over all it remembers contradicts
+// it too, and the refusals cost their Retry-After, not the pace. (Taken
+// for plain 429s, they paused the lane and cut the pace: 5 to 8 minutes.)
+func TestFalseShortClaimCostsItsRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := llm.NewLimiterConfig(llm.LimiterConfig{Adapt: true, Concurrency: 32, Margin: 0.03})
+		c, err := llm.New(llm.Config{BaseURL: "http://mock/v1", HTTPClient: &randomRefusals{claim: true, reset: "1s", rng: rand.New(rand.NewPCG(1, 2))},
+			Limiter: lim, MaxAttempts: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took, _ := tinyRun(t, c, 600); took > 10*time.Second {
+			t.Errorf("600 tiny requests against false claims resetting in a second took %v, want a few seconds", took)
 		}
 	})
 }

@@ -93,9 +93,9 @@ func TestKeptUpBoundsTheMeasure(t *testing.T) {
 func TestUsedLeavesHoldsOut(t *testing.T) {
 	e := newEstimator(math.Inf(1), true, t0)
 	e.rate = 10
-	e.ep = epoch{start: t0, held: 2 * time.Second, sent: 9, sends: 9, biggest: 1}
+	e.ep = epoch{start: t0, held: 2 * time.Second, walled: 2 * time.Second, sent: 9, sends: 9, biggest: 1}
 	if !e.used(at(3 * time.Second)) {
-		t.Errorf("10 sent in the second not held of 3 s at 10/s: not used, want used")
+		t.Errorf("10 sent in the second not held at a wall of 3 s at 10/s: not used, want used")
 	}
 }
 

@@ -14,11 +14,12 @@ import (
 // of a pace unused that the next one did not fit in (a long prompt waits
 // for a whole one of its size): up to the biggest is allowed for, and a
 // request that waited for the pace's own second shows it was reached.
-// The time held after refusals is no time the pace could be used in (a
-// 2 s ban at the start of an epoch at 14/s left it unused for good: 211
-// sent in 16.7 s).
+// The time held at a wall is no time the pace could be used in (a 2 s
+// ban at the start of an epoch at 14/s left it unused for good: 211 sent
+// in 16.7 s). Other holds count: left out, an epoch at the limit held by
+// slow answers' refusals looked used, and stepped into a ban.
 func (e *estimator) used(now time.Time) bool {
-	return e.ep.pressed || e.ep.sent+e.ep.biggest >= 0.9*e.rate*(now.Sub(e.ep.start)-e.ep.held).Seconds()
+	return e.ep.pressed || e.ep.sent+e.ep.biggest >= 0.9*e.rate*max(now.Sub(e.ep.start)-e.ep.walled, 0).Seconds()
 }
 
 // up returns the next pace after one held for a span: a step towards the
@@ -140,11 +141,11 @@ func (e *estimator) dryRun(sentAt time.Time) time.Duration {
 }
 
 // farUnder is how far under the rate refused a pace must be for its next
-// step to go halfway there as rates go (the geometric mean): a cut that
-// deep was a measure over holds (a ban's, a window's wall; see bracket),
-// and the first small steps of a climb from it, each waiting to be worth
-// a refusal's hold (see worth), took 20 s to get from a third of the rate
-// back to it.
+// step to go halfway there as rates go (the geometric mean): so far
+// under, the search is far from done (a cut measured over a ban's holds,
+// see bracket, or cuts in a row), and the first small steps of a climb,
+// each waiting to be worth a refusal's hold (see worth), took 20 s to get
+// from a third of the rate back to it.
 const farUnder = 2
 
 // answered counts an answer seen at now.

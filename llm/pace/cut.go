@@ -173,13 +173,19 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 // refusal of all, with no pace yet, says nothing of the rate but that the
 // server's allowance is spent: the pace starts from what it admitted in a
 // second and searches up from there at the doubling step, a big one but
-// when a fine hint covered the rest of that second.
+// when a fine hint covered the rest of that second. An epoch mostly held
+// at a short wall (runs of refusals under dryMost) may have met a ban
+// after a window's worth as likely as a window as long as the epoch: the
+// cut is to the rate over the holds, but the rate refused is what was
+// admitted out of them, which the climb goes back towards. (Banned 2 s
+// after 20 in a second, the epoch's 20 per 3 s became the rate refused,
+// and the pace crept at a third of the rate for 20 s.)
 func (e *estimator) bracket(cut pending) (next, bad float64) {
 	next, bad = cutLeast*cut.sentRate, cut.sentRate
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
 	enough := e.ep.answers >= minAnswers
 	var okRate float64 // what the server admitted over the epoch, if that measures it
-	var open float64   // what it admitted out of a ban's holds, if it may be one (see banned)
+	var open float64   // what it admitted out of a ban's holds, if it may be one
 	measured := false
 	switch {
 	case (enough || e.opening(cut)) && math.IsInf(cut.rate, 1):
@@ -208,7 +214,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 		// trip: what it admitted, one instant sent.
 		okRate, measured = e.ep.admitted/max(cut.at.Sub(e.ep.start)-e.rtt, minSpan).Seconds(), true
 		if e.ep.walled > 0 && e.ep.dry < dryMost && elapsed >= e.span {
-			open = e.ep.admitted / max(elapsed-e.rtt, minSpan).Seconds() // see banned
+			open = e.ep.admitted / max(elapsed-e.rtt, minSpan).Seconds()
 		}
 	case enough && elapsed >= e.span:
 		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true

@@ -45,6 +45,7 @@ type fullMark struct {
 	at         time.Time // zero: none
 	sent, nays float64
 	held       time.Duration
+	n          float64 // units of the request refused
 }
 
 // took returns the units the server took from mark m until now (sent and
@@ -91,14 +92,14 @@ func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	}
 	e.cut.took, e.cut.between, e.cut.since, _ = f.took(f.last, sentAt)
 	if e.cut.dry = f.dryFor(sentAt); e.cut.dry == 0 {
-		f.dry, f.dryAfter, f.dryFloor = fullMark{sentAt, f.sent, f.nays, f.held}, e.cut.took, 0
+		f.dry, f.dryAfter, f.dryFloor = fullMark{sentAt, f.sent, f.nays, f.held, e.cut.n}, e.cut.took, 0
 		if f.last.at.IsZero() {
 			f.dryAfter = f.burst
 		} else if e.cut.between > 0 {
-			f.dryFloor = (e.cut.took - e.cut.n) / e.cut.between.Seconds()
+			f.dryFloor = (e.cut.took - max(e.cut.n, f.last.n)) / e.cut.between.Seconds()
 		}
 	}
-	f.last = fullMark{sentAt, f.sent, f.nays, f.held}
+	f.last = fullMark{sentAt, f.sent, f.nays, f.held, e.cut.n}
 	f.held += hold
 }
 
@@ -125,9 +126,9 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 // keptUp returns the least rate the server lets through that what it
 // admitted over the last seconds before cut's refusal shows: over any
 // time, a limiter takes no more than it refills then and what it holds,
-// its burst (a fixed window, two windows' worth, at its edge). Over the
-// longest time back to the refusal before (a minute's at most, four
-// spans at least), that bounds a measure from that refusal on from below
+// its burst (a fixed window, two windows' worth, at its edge). The most
+// that says over any time back from four spans to the refusal before (a
+// minute at most) bounds a measure from that refusal on from below
 // where the pace climbed from far under the rate meanwhile: a measure of
 // what was sent, not of what the server takes. (Climbing back after a
 // ban of 2 s, a pace held at 1,184/min for 6 s was refused at 1,243/min
@@ -166,7 +167,7 @@ func (e *estimator) measuredCut(cut pending, next, bad float64) (float64, float6
 		if kept := e.keptUp(cut); kept > r {
 			// More than it took since: what it took was what was sent,
 			// its rate lies between kept and the rate refused.
-			return cutTo * kept, bad
+			return min(next, cutTo*kept), bad
 		}
 		// Its rate, give or take a window's worth, however long a
 		// burst that came back under a cut held a probe over it: a

@@ -116,10 +116,18 @@ func (ln *lane) admitted(p *Permit, now time.Time) {
 // pace has held or was told, see coarse; no one, for noise the estimator's level
 // explains); one about tokens holds only its own request, since smaller ones
 // may still fit. A refusal the server's claim does not bear out teaches
-// the pace nothing; one at a concurrency cap (see concurrency) neither, and
-// holds only its own request: the gate keeps the others under the cap.
-// ln.mu is held.
+// the pace nothing, but where the claim is soon over and the lane's whole
+// count bears it out (see believed); one at a concurrency cap (see
+// concurrency) neither, and holds only its own request: the gate keeps
+// the others under the cap. ln.mu is held.
 func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
+	contra := !o.Keyed && ln.contradicted(o, now)
+	if o.Keyed || p.probe != nil || (contra && !ln.believed(o, now)) {
+		// The key rests, the others go on; or it costs its own Retry-After,
+		// no more; or a probe found the hold real (see roomOrProbe).
+		ln.answered(p, now, lostIt)
+		return o.Hint
+	}
 	if o.Unsure {
 		o.Tokens = ln.bigOnes(p)
 	}
@@ -127,15 +135,8 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Tokens {
 		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
 	}
-	contra := !o.Keyed && ln.contradicted(o, now)
-	if o.Keyed || p.probe != nil || (contra && !soon(r, o.Hint)) {
-		// The key rests, the others go on; or it costs its own Retry-After,
-		// no more; or a probe found the hold real (see roomOrProbe).
-		ln.answered(p, now, lostIt)
-		return o.Hint
-	}
 	if contra {
-		r.Told = false // see soon: the refusal is believed, not its claim
+		r.Told = false // see believed: the refusal is believed, not its claim
 	}
 	ln.tok.refund(now, p.sent, p.tokens, o.Tokens)
 	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r, n)
@@ -251,16 +252,27 @@ func (q *quantity) contradicts(r Reading, now time.Time) bool {
 	return known || 4*q.win.left >= float64(max(r.Limit, q.win.most)-r.Left)
 }
 
-// soon reports whether a claim the lane's count contradicts says the
-// window resets no later than the refusal's own hint, or within a second:
-// believing the refusal then costs no more than its hint, whatever the
-// claim, and the refusal is the server's limit or noise, which the
-// estimator tells apart. (A GCRA of 100 per 10 s, told GitHub's way with
-// whole-second resets, claimed a spent window of a second that a lane
-// sending 15 a second had not spent: every other request refused for
-// 1.5 s at a time taught the pace nothing, 13% refused.) A claim of a
-// window spent for minutes still costs only its own Retry-After.
-func soon(r Reading, hint time.Duration) bool { return r.Reset <= max(hint, minSpan) }
+// believed reports whether a refusal whose claim of a spent window the
+// lane's count over the window's period contradicts is believed all the
+// same, though not its claim: where the claim says the window resets no
+// later than the refusal's own hint, or within a second, and the lane's
+// count over all it remembers (two minutes) bears the claim out, the
+// window's length being unknown. (A GCRA of 100 per 10 s, told GitHub's
+// way with whole-second resets, claimed a spent window that the count of
+// the second before contradicted: every other request refused for 1.5 s
+// at a time taught the pace nothing, 13% refused.) The refusal then
+// pauses the lane and teaches the pace as a 429 with no headers would.
+// A gateway's random 429s that claim a spent window, resetting in a
+// second or in minutes, the lane having sent a fraction of the limit in
+// all, still cost only their own Retry-After.
+func (ln *lane) believed(o Outcome, now time.Time) bool {
+	q, r := &ln.req, o.Requests
+	if o.Tokens {
+		q, r = &ln.tok, o.TokenWindow
+	}
+	all, _ := q.own.sum(now, 0)
+	return r.Reset <= max(o.Hint, minSpan) && !spentClaim(r, q.win.most, all)
+}
 
 // coarse reports whether a 429's hint is the least a hint in whole
 // seconds can say, one second: it says when that request may go again (and

@@ -245,24 +245,28 @@ func TestClaimOverLongerThanCounted(t *testing.T) {
 }
 
 // TestShortClaimRefusalBelieved: a refusal whose claim of a spent window
-// the lane's count contradicts teaches the pace when the claim's reset is
-// no later than its hint (a GCRA's whole-second reset, told GitHub's way):
-// it costs no more to believe. One whose claim is of a window spent for 6
-// minutes still costs only its own Retry-After, the lane not paused.
+// the lane's count over the window's period contradicts teaches the pace
+// when the claim resets no later than its hint (a GCRA's whole-second
+// reset, told GitHub's way) and the lane's count over all it remembers
+// bears the claim out: 40 sent in 4 s against a limit of 100 said spent
+// over a second. Not where the claim is of a window spent for 6 minutes,
+// nor where the lane sent 10 in all: both cost only their own
+// Retry-After, the lane not paused.
 func TestShortClaimRefusalBelieved(t *testing.T) {
 	for _, tc := range []struct {
-		reset  time.Duration
-		paused bool
-	}{{time.Second, true}, {6 * time.Minute, false}} {
+		reset    time.Duration
+		sent     int
+		believed bool
+	}{{time.Second, 40, true}, {6 * time.Minute, 40, false}, {time.Second, 10, false}} {
 		synctest.Test(t, func(t *testing.T) {
 			l := New(Config{Adapt: true, Concurrency: 8})
-			for range 20 {
+			for range tc.sent {
 				p, err := l.Acquire(t.Context(), "m", 1)
 				if err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(10 * time.Millisecond)
-				p.Done(Outcome{Result: Admitted})
+				time.Sleep(4 * time.Second / time.Duration(tc.sent))
+				p.Done(Outcome{Result: Admitted, Requests: Reading{Told: true, Limit: 100, Left: 60, Reset: time.Second}})
 			}
 			p, err := l.Acquire(t.Context(), "m", 1)
 			if err != nil {
@@ -275,9 +279,9 @@ func TestShortClaimRefusalBelieved(t *testing.T) {
 			ln := l.lane("m")
 			ln.mu.Lock()
 			defer ln.mu.Unlock()
-			if got := ln.until.After(ln.l.now()); got != tc.paused || ln.req.est.cut.decideAt.IsZero() == tc.paused {
-				t.Errorf("claim of 100 spent, reset %v, 20 sent: lane paused %v, a cut pending %v; want both %v",
-					tc.reset, got, !ln.req.est.cut.decideAt.IsZero(), tc.paused)
+			if got := ln.until.After(ln.l.now()); got != tc.believed || ln.req.est.cut.decideAt.IsZero() == tc.believed {
+				t.Errorf("claim of 100 spent, reset %v, %d sent in 4 s: lane paused %v, a cut pending %v; want both %v",
+					tc.reset, tc.sent, got, !ln.req.est.cut.decideAt.IsZero(), tc.believed)
 			}
 		})
 	}

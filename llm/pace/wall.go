@@ -21,7 +21,7 @@ func (f *sinceFull) afterBurst(n float64) bool {
 // outpaced reports whether a bucket refilling at rate r could not have
 // taken what the server took from the refusal marked before the run of
 // refusals to the run's first: full at both, it took no more than it
-// refilled and a request. So the run is no slow bucket's but a wall's, or
+// refilled and the bigger of the two requests refused. So the run is no slow bucket's but a wall's, or
 // a ban's after a window's worth, and says nothing of the rate. (A ban of
 // 2 s after 20 in a second took 20 in the 2 s between two of its runs;
 // taken for a bucket of one request per run, 41/min, the pace came back
