@@ -54,7 +54,13 @@ func (e *estimator) up(now time.Time) float64 {
 		// Towards the refused rate from below, by a step that grows
 		// while it holds: a probe that fails costs a hold, so the first
 		// ones are small (the limit is often just over the pace held),
-		// and none goes before it is worth its hold (see worth).
+		// and none goes before it is worth its hold (see worth). A
+		// cut that hedged against a window longer than a ban goes
+		// back at once, once the server shows it was a ban (see unhedged).
+		if back, ok := e.unhedged(now); ok {
+			e.climbs++
+			return back
+		}
 		next := min((e.rate+e.bad)/2, e.rate*e.factor())
 		if e.bad > farUnder*e.rate {
 			next = math.Sqrt(e.rate * e.bad) // far under: halfway, as rates go (see farUnder)

@@ -80,6 +80,7 @@ type estimator struct {
 	long       longRun       // what was admitted and refused over the last minute or so
 	full       sinceFull     // what the server took since it last refused (see fullRate)
 	measured   bool          // bad is what it took between two refusals (see up)
+	hedge      hedge         // the last cut's, if it went under what was admitted out of holds
 	ep         epoch
 }
 
