@@ -136,7 +136,7 @@ func (e *estimator) worthProbe(now time.Time) bool {
 // the limit before the window ended, and took 8x to climb back.)
 func (e *estimator) dryRun(sentAt time.Time) time.Duration {
 	if e.nayAt.IsZero() || !e.nayAt.After(e.okAt) {
-		e.nayAt, e.dryCut = sentAt, false
+		e.nayAt, e.dryCut, e.runCut = sentAt, false, false
 		return 0
 	}
 	d := sentAt.Sub(e.nayAt)
