@@ -119,3 +119,37 @@ func TestWallHoldCharges(t *testing.T) {
 		t.Errorf("cost after a hold at a wall 1.3 s into the episode: %v, want %v", e.cost, want)
 	}
 }
+
+// TestBanRunNotCutAgain: a ban of 2 s after 20 a second, on the real
+// clock: the burst before the first refusal of all counted 21, the window
+// before this run 20, so the run is not one after a whole burst (see
+// afterBurst). But the server took 20 in the 2.05 s since the refusal
+// before, which no bucket refilling at one request in the 0.28 s the run
+// has lasted could: the refusal in the run is at a wall, held a span,
+// and no new episode cuts the pace again.
+func TestBanRunNotCutAgain(t *testing.T) {
+	ms := time.Millisecond
+	e := newEstimator(math.Inf(1), true, t0)
+	e.rate, e.rtt, e.good, e.bad = 20, 50*ms, 20, 28
+	e.full.burst, e.full.first = 21, t0
+	e.full.last = fullMark{at: at(5370 * ms)}
+	e.ep = epoch{start: at(6370 * ms), judged: at(6370 * ms)}
+	for i := range 20 {
+		sent := at(6370*ms + time.Duration(i)*50*ms)
+		e.sent(1)
+		e.admitted(sent.Add(50*ms), sent, 1)
+	}
+	e.sent(1)
+	e.refused(at(7420*ms), at(7420*ms), 1, 0)
+	e.tick(at(7670 * ms))
+	if !e.cut.decideAt.IsZero() {
+		t.Fatalf("the ban's first refusal: no cut decided by its hold's end")
+	}
+	cut := e.rate
+	e.sent(1)
+	hold := e.refused(at(7700*ms), at(7700*ms), 1, 0)
+	if !e.cut.decideAt.IsZero() || hold != e.span || e.rate != cut {
+		t.Errorf("a refusal 0.28 s into the ban's run: an episode %v, hold %v, pace %.2f; want none, a span, the pace cut once (%.2f)",
+			!e.cut.decideAt.IsZero(), hold, e.rate, cut)
+	}
+}

@@ -52,19 +52,7 @@ func (e *estimator) up(now time.Time) float64 {
 		e.bad, e.patience, e.climbs = 0, firstPatience, 0
 		return e.rate * e.step()
 	case e.rate < nearBad*e.bad:
-		// Towards the refused rate from below, by a step that grows
-		// while it holds: a probe that fails costs a hold, so the first
-		// ones are small (the limit is often just over the pace held),
-		// and none goes before it is worth its hold (see worth).
-		next := min((e.rate+e.bad)/2, e.rate*e.factor())
-		if e.bad > farUnder*e.rate {
-			next = math.Sqrt(e.rate * e.bad) // far under: halfway, as rates go (see farUnder)
-		}
-		if !e.worth(now, next) {
-			return e.rate
-		}
-		e.climbs++
-		return next
+		return e.towards(now)
 	case e.held < e.patience || e.sinceProbe < min(minAnswers*e.patience, maxProbeWait) || !e.worthProbe(now):
 		// Its patience counts spans and, where a span holds few
 		// requests (a limit of a minute), requests too: each probe that
@@ -75,6 +63,28 @@ func (e *estimator) up(now time.Time) float64 {
 	}
 	e.held = 0
 	return e.bad
+}
+
+// towards returns the next pace from one held under the rate refused, by
+// a step that grows while it holds: a probe that fails costs a hold, so
+// the first ones are small (the limit is often just over the pace held),
+// and none goes before it is worth its hold (see worth). A cut that
+// hedged against a window longer than a ban goes back at once, once the
+// server shows it was a ban (see unhedged).
+func (e *estimator) towards(now time.Time) float64 {
+	if back, ok := e.unhedged(now); ok {
+		e.climbs++
+		return back
+	}
+	next := min((e.rate+e.bad)/2, e.rate*e.factor())
+	if e.bad > farUnder*e.rate {
+		next = math.Sqrt(e.rate * e.bad) // far under: halfway, as rates go (see farUnder)
+	}
+	if !e.worth(now, next) {
+		return e.rate
+	}
+	e.climbs++
+	return next
 }
 
 // step is the factor of the next step up: a twentieth, doubling with each
@@ -127,7 +137,7 @@ func (e *estimator) worthProbe(now time.Time) bool {
 // the limit before the window ended, and took 8x to climb back.)
 func (e *estimator) dryRun(sentAt time.Time) time.Duration {
 	if e.nayAt.IsZero() || !e.nayAt.After(e.okAt) {
-		e.nayAt, e.dryCut = sentAt, false
+		e.nayAt, e.dryCut, e.runCut = sentAt, false, false
 		return 0
 	}
 	d := sentAt.Sub(e.nayAt)

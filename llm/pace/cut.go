@@ -21,7 +21,7 @@ import (
 // bounds them by what the server let through (see longRun.rate).
 func (e *estimator) decide(now time.Time) {
 	cut := e.cut
-	e.cut, e.rate = pending{}, cut.rate
+	e.cut, e.rate, e.hedge = pending{}, cut.rate, hedge{} // a refusal: any hedge is done with
 	if r, measured, ok := e.unpaced(cut); ok {
 		// The first refusal of all, its hint a window's, or one again
 		// with the tracker following the window the refusals tell:
@@ -224,6 +224,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	if measured {
 		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
 		bad = min(bad, max(okRate, open, next))
+		e.hedged(okRate, open, cut.sentRate, cut.at.Sub(e.ep.start))
 	}
 	e.climbs = 0
 	return next, bad

@@ -62,6 +62,7 @@ type estimator struct {
 	okAt       time.Time     // when the newest request admitted went
 	nayAt      time.Time     // when the first request refused since went
 	dryCut     bool          // an episode began in the run of refusals since nayAt, past lockout or at a wall
+	runCut     bool          // an episode began in that run at all, told nothing and with no hint (see outWalled)
 	drain      bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
 	explained  bool          // the last refusal was one the known noise level accounts for
 	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows
@@ -81,6 +82,7 @@ type estimator struct {
 	long       longRun       // what was admitted and refused over the last minute or so
 	full       sinceFull     // what the server took since it last refused (see fullRate)
 	measured   bool          // bad is what it took between two refusals (see up)
+	hedge      hedge         // the last cut's, if it went under what was admitted out of holds
 	ep         epoch
 }
 
@@ -188,9 +190,9 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	if !e.cut.decideAt.IsZero() {
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
 	}
-	if e.dryCut && (dry >= lockout || (dry > 0 && e.full.walled(n))) {
+	if e.dryCut && (dry >= lockout || (dry > 0 && e.full.walled(n))) || e.runCut && e.full.outWalled(dry, n) {
 		// Locked out longer than any second's window, or at a wall (see
-		// walled), and cut once in it: refusals until something is admitted
+		// walled, outWalled), and cut once in it: refusals until something is admitted
 		// again say nothing more of the rate. Held a span (see dryRun).
 		return e.wallHold(now, dry)
 	}
@@ -214,6 +216,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
 	e.markFull(sentAt, min(hold, maxSpan))
 	e.dryCut = dry >= lockout || (hint == 0 && math.IsInf(e.ceil, 1) && e.full.walled(n)) // told, the first cut is small (see bounded)
+	e.runCut = hint == 0 && math.IsInf(e.ceil, 1)
 	e.rate = max(cutLeast*e.cut.sentRate, e.least(e.cut))
 	return min(hold, maxSpan)
 }

@@ -28,6 +28,17 @@ func (f *sinceFull) afterBurst(n float64) bool {
 // to the 1,200/min over minutes, and the run took 12x its time.)
 func (f *sinceFull) outpaced(r float64) bool { return r < f.dryFloor }
 
+// outWalled reports whether a refusal dry into a run of refusals with
+// nothing taken is at a wall though the run did not begin after a whole
+// burst: no bucket refilling at one request over the run could have taken
+// what the server took before it (see outpaced). On the real clock the
+// burst, counted at the first refusal of all, came to more than the
+// window before a ban's run took, and each refusal of the 2 s ban was cut
+// again: 1,200/min to 151/min, 5.9x.
+func (f *sinceFull) outWalled(dry time.Duration, n float64) bool {
+	return dry > 0 && f.outpaced(n/dry.Seconds())
+}
+
 // walled reports whether the run of refusals with nothing taken, as
 // marked last, began after a whole burst (see afterBurst): the server is
 // at a window's wall or bans, and its refusals until it takes again say no
