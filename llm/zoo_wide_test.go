@@ -87,6 +87,16 @@ var wideSpecs = []wideSpec{
 	// proxy a millisecond early, the second ban came at once, and the run
 	// took 12x its time (bench/node.sh ALG=rlf-block).
 	{alg: mock.LimiterPenalty, style: mock.HeadersNone, window: 1010 * time.Millisecond, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 2 * time.Second},
+	// A review's servers: fixed windows of 2 s and 3 s with no hint, bans
+	// of 10 s and 500 ms, the 2 s ban answered 1.5 s late, a token bucket
+	// and a GCRA with no headers.
+	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: 3 * time.Second, limit: 60, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true},
+	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: 2 * time.Second, limit: 40, items: 600, latency: 50 * time.Millisecond, workers: 32},
+	{alg: mock.LimiterPenalty, style: mock.HeadersNone, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 10 * time.Second},
+	{alg: mock.LimiterPenalty, style: mock.HeadersNone, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, first: true, penalty: 500 * time.Millisecond},
+	{alg: mock.LimiterPenalty, style: mock.HeadersNone, window: time.Second, limit: 20, items: 600, latency: 1500 * time.Millisecond, workers: 64, first: true, penalty: 2 * time.Second},
+	{alg: mock.LimiterBucket, style: mock.HeadersNone, window: time.Second, limit: 20, items: 600, latency: 50 * time.Millisecond, workers: 32, burst: 5},
+	{alg: mock.LimiterGCRA, style: mock.HeadersNone, window: 10 * time.Second, limit: 200, items: 600, latency: 50 * time.Millisecond, workers: 32},
 }
 
 // The wide zoo's prompts, made once and sliced: the cells only read them.

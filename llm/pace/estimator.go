@@ -175,9 +175,8 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return 0
 	}
 	e.long.nays.add(now, n)
-	e.full.nay(sentAt, n) // see sinceFull
-	// the refusal's round trip (see heard), a nanosecond at least: 0 says none seen
-	e.nayTrip = max(now.Sub(sentAt), e.nayTrip-e.nayTrip/8, time.Nanosecond)
+	e.full.nay(sentAt, n)                                                    // see sinceFull
+	e.nayTrip = max(now.Sub(sentAt), e.nayTrip-e.nayTrip/8, time.Nanosecond) // a refusal's round trip (see heard); 0: none seen
 	dry := time.Duration(0)
 	if hint == 0 { // a hint says when; with none, how long the refusals last tells
 		dry = e.dryRun(sentAt)
@@ -191,9 +190,9 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		return max(e.cut.decideAt.Sub(now), 0) // the episode's hold, what is left of it
 	}
 	if e.dryCut && (dry >= lockout || (dry > 0 && e.full.walled(n))) || e.runCut && e.full.outWalled(dry, n) {
-		// Locked out longer than any second's window, or at a wall (see
-		// walled, outWalled), and cut once in it: refusals until something is admitted
-		// again say nothing more of the rate. Held a span (see dryRun).
+		// Locked out longer than any second's window, or at a wall (see walled,
+		// outWalled), and cut once in it: refusals until something is
+		// admitted again say nothing more of the rate. Held a span.
 		return e.wallHold(now, dry)
 	}
 	if e.noise.explains(&e.ep) {
@@ -215,8 +214,8 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
 		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
 	e.markFull(sentAt, min(hold, maxSpan))
-	e.dryCut = dry >= lockout || (hint == 0 && math.IsInf(e.ceil, 1) && e.full.walled(n)) // told, the first cut is small (see bounded)
-	e.runCut = hint == 0 && math.IsInf(e.ceil, 1)
+	e.runCut = hint == 0 && math.IsInf(e.ceil, 1) // told, the first cut is small (see bounded)
+	e.dryCut = dry >= lockout || (e.runCut && e.full.walled(n))
 	e.rate = max(cutLeast*e.cut.sentRate, e.least(e.cut))
 	return min(hold, maxSpan)
 }
