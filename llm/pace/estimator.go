@@ -145,6 +145,7 @@ func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 	e.stretch(min(2*now.Sub(sentAt), now.Sub(sentAt)+2*minSpan))
 	e.rtt = now.Sub(sentAt)
 	e.long.got.add(now, n)
+	e.full.open(sentAt)
 	if sentAt.After(e.okAt) {
 		e.okAt = sentAt
 	}

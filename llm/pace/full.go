@@ -38,6 +38,8 @@ type sinceFull struct {
 	dryAfter   float64       // units taken from the refusal marked before dry (or the start) to it
 	dryFloor   float64       // the least rate a bucket refills at to have taken dryAfter so (see outpaced)
 	wallUntil  time.Time     // the end of the last hold at a wall (see wallHold)
+	opened     time.Time     // when the first request admitted after a refusal went (see open)
+	lastNay    time.Time     // when the newest request refused went
 }
 
 // fullMark is a refusal marked: when its request went, and the counts then.
@@ -71,6 +73,9 @@ func (f *sinceFull) took(m fullMark, at time.Time) (units float64, d, busy time.
 // 3.9x the reference.)
 func (f *sinceFull) nay(sentAt time.Time, n float64) {
 	f.nays += n
+	if sentAt.After(f.lastNay) {
+		f.lastNay = sentAt
+	}
 	for _, m := range []*fullMark{&f.last, &f.dry} {
 		if !m.at.IsZero() && !sentAt.After(m.at) {
 			m.nays += n
