@@ -203,7 +203,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	hold = max(quickHold, min(e.full.dryFor(sentAt), lockout)) // see dryFor
 	drains := e.drain && e.good == 0 && e.bad == 0 && e.locked == 0 && hint == 0
 	if e.locked > 0 || drains {
-		hold = e.probeHold(dry) // locked out, or draining (see goOn): a whole span
+		hold = e.span // locked out, or draining (see goOn): a whole span
 	}
 	e.drain = false
 	if hint > 0 {

@@ -99,25 +99,5 @@ func (e *estimator) wallHold(now time.Time, dry time.Duration) time.Duration {
 	// hold, a ban of 2 s after a window of 20 a second was probed each
 	// 6-10 s, each probe a ban: 1.35x.
 	e.cost = max(e.cost, min(now.Add(e.span).Sub(e.costAt), maxSpan))
-	if dry >= lockout {
-		return e.probeHold(dry)
-	}
 	return until.Sub(now)
-}
-
-// probeHold returns the hold of a refusal in a run of refusals with
-// nothing taken that has lasted dry: a span, and past lockout a third of
-// the run so far, at least lockout. Each probe then waits a third again
-// as long as the run before it: a ban or a window's wall ends at most a
-// quarter of the run before the probe that finds it over, where holds of
-// the whole run (doubling) lose up to its length again. A probe refused
-// costs one request, the time lost the rate. (A ban of 10 s after a
-// window of 20 a second was probed 4.6 s and 9.3 s apart, the last probe
-// 8.5 s after it ended: 1.59x ref; a third: 1.35x. Half: 1.46x, and a
-// minute's window from the first request no faster, 1.24x.)
-func (e *estimator) probeHold(dry time.Duration) time.Duration {
-	if dry < lockout {
-		return e.span
-	}
-	return max(lockout, min(e.span, dry/3))
 }

@@ -11,7 +11,7 @@ import (
 // at its wall goes a whole number of seconds after t0, a fiftieth of a
 // span late, not a span after the probe before: at 1.02, 2.02 and 3.02 s,
 // where the window reopens at 3 s (probed at 0.75, 1.75 and 2.75 s, the
-// next went at 6 s). At a later wall a span; locked out, see probeHold.
+// next went at 6 s). At a later wall, or locked out, a span.
 func TestWallProbedAtWindowsEnd(t *testing.T) {
 	e := newEstimator(math.Inf(1), true, t0)
 	e.admitted(at(50*time.Millisecond), t0, 1)
@@ -27,8 +27,8 @@ func TestWallProbedAtWindowsEnd(t *testing.T) {
 			t.Errorf("probe refused at %v: next at %v, want %v", c.now, c.now+got, c.want)
 		}
 	}
-	if got := e.wallHold(at(2700*time.Millisecond), lockout); got != lockout {
-		t.Errorf("locked out: hold %v, want lockout's %v (see probeHold)", got, lockout)
+	if got := e.wallHold(at(2700*time.Millisecond), lockout); got != e.span {
+		t.Errorf("locked out: hold %v, want a span %v", got, e.span)
 	}
 	e.admitted(at(3070*time.Millisecond), at(3020*time.Millisecond), 1)
 	if got := e.wallHold(at(3900*time.Millisecond), 400*time.Millisecond); got != e.span {
