@@ -13,24 +13,18 @@ import (
 
 func TestDryRunOutpaced(t *testing.T) {
 	ms := time.Millisecond
-	refuse := func(e *estimator, sent time.Duration) {
-		e.sent(1)
-		e.full.nays++
-		e.cut.n = 1
-		e.markFull(at(sent), quickHold)
-	}
 	run := func(taken int) (float64, bool) {
 		e := newEstimator(math.Inf(1), true, t0)
 		for range 20 {
 			e.sent(1)
 		}
-		refuse(&e, 100*ms)
-		refuse(&e, 1600*ms)
+		refuseAt(&e, 100*ms)
+		refuseAt(&e, 1600*ms)
 		for range taken {
 			e.sent(1)
 		}
-		refuse(&e, 3100*ms) // a run begins, after taken in 1.5 s
-		refuse(&e, 4600*ms)
+		refuseAt(&e, 3100*ms) // a run begins, after taken in 1.5 s
+		refuseAt(&e, 4600*ms)
 		return e.dryRate(e.cut)
 	}
 	// 19 taken in 1.5 s between two runs: no bucket of one request per

@@ -102,32 +102,35 @@ func TestEstimatorWall(t *testing.T) {
 	}
 }
 
+// refuseAt counts one request sent and refused, sent at sent, as the
+// first of an episode (see markFull).
+func refuseAt(e *estimator, sent time.Duration) {
+	e.sent(1)
+	e.full.nays++
+	e.cut.n = 1
+	e.markFull(at(sent), quickHold)
+}
+
 // TestDryRateAfterBurst: a run of refusals with nothing taken for 1.5 s
 // bounds a bucket's rate by one request in 1.5 s, but not when it began
 // right after the server took a whole burst (20, what it took before it
 // first refused): a window's wall or a ban, as likely.
 func TestDryRateAfterBurst(t *testing.T) {
 	ms := time.Millisecond
-	refuse := func(e *estimator, sent time.Duration) {
-		e.sent(1)
-		e.full.nays++
-		e.cut.n = 1
-		e.markFull(at(sent), quickHold)
-	}
 	e := newEstimator(math.Inf(1), true, t0)
 	for range 20 {
 		e.sent(1)
 	}
-	refuse(&e, 100*ms)
-	refuse(&e, 1600*ms)
+	refuseAt(&e, 100*ms)
+	refuseAt(&e, 1600*ms)
 	if r, ok := e.dryRate(e.cut); ok || e.cut.dry != 1500*ms {
 		t.Errorf("after a whole burst, refused for %v: bound %.2f/s, %v; want none", e.cut.dry, r, ok)
 	}
 
-	refuse(&e, 1700*ms)
+	refuseAt(&e, 1700*ms)
 	e.sent(1) // taken
-	refuse(&e, 1800*ms)
-	refuse(&e, 3300*ms)
+	refuseAt(&e, 1800*ms)
+	refuseAt(&e, 3300*ms)
 	if r, ok := e.dryRate(e.cut); !ok || math.Abs(r-1/1.5) > 1e-9 {
 		t.Errorf("one taken since the refusal before, refused for %v: bound %.2f/s, %v; want 0.67/s", e.cut.dry, r, ok)
 	}
