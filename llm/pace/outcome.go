@@ -131,9 +131,10 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	if o.Unsure {
 		o.Tokens = ln.bigOnes(p)
 	}
-	q, n, r := &ln.req, p.share, o.Requests // what it stands for, as it was counted sent
+	q, r := ln.about(o)
+	n := p.share // what it stands for, as it was counted sent
 	if o.Tokens {
-		q, n, r = &ln.tok, p.tokens*p.share, o.TokenWindow
+		n = p.tokens * p.share
 	}
 	if contra {
 		r.Told = false // see believed: the refusal is believed, not its claim
@@ -252,6 +253,14 @@ func (q *quantity) contradicts(r Reading, now time.Time) bool {
 	return known || 4*q.win.left >= float64(max(r.Limit, q.win.most)-r.Left)
 }
 
+// about returns the quantity a refusal is about, and its window's reading.
+func (ln *lane) about(o Outcome) (*quantity, Reading) {
+	if o.Tokens {
+		return &ln.tok, o.TokenWindow
+	}
+	return &ln.req, o.Requests
+}
+
 // believed reports whether a refusal whose claim of a spent window the
 // lane's count over the window's period contradicts is believed all the
 // same, though not its claim: where the claim says the window resets no
@@ -266,10 +275,7 @@ func (q *quantity) contradicts(r Reading, now time.Time) bool {
 // second or in minutes, the lane having sent a fraction of the limit in
 // all, still cost only their own Retry-After.
 func (ln *lane) believed(o Outcome, now time.Time) bool {
-	q, r := &ln.req, o.Requests
-	if o.Tokens {
-		q, r = &ln.tok, o.TokenWindow
-	}
+	q, r := ln.about(o)
 	all, _ := q.own.sum(now, 0)
 	return r.Reset <= max(o.Hint, minSpan) && !spentClaim(r, q.win.most, all)
 }
