@@ -82,6 +82,14 @@ var wideSpecs = []wideSpec{
 	{alg: mock.LimiterSlidingCounter, style: mock.HeadersOpenAI, window: 2 * time.Second, limit: 8_000, tokens: true, items: 200, latency: 300 * time.Millisecond, jitter: 300 * time.Millisecond, workers: 64},
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersIETF, window: time.Minute, limit: 60_000, tokens: true, items: 300, latency: 300 * time.Millisecond, workers: 32},
 	{alg: mock.LimiterBucket, style: mock.HeadersOpenAI, window: time.Second, limit: 5_000, tokens: true, items: 300, latency: 50 * time.Millisecond, workers: 4},
+	// Windows of 5 s, 10 s and a minute that say nothing, at rates of
+	// 10-20 a second (the opening spends the window, a lockout follows).
+	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: 5 * time.Second, limit: 100, items: 600, latency: 50 * time.Millisecond, workers: 32},
+	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: 10 * time.Second, limit: 200, items: 600, latency: 50 * time.Millisecond, workers: 32},
+	{alg: mock.LimiterSlidingCounter, style: mock.HeadersNone, window: 10 * time.Second, limit: 200, items: 600, latency: 50 * time.Millisecond, workers: 32},
+	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: time.Minute, limit: 600, items: 1800, latency: 50 * time.Millisecond, workers: 32},
+	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: time.Minute, limit: 600, items: 1800, latency: 50 * time.Millisecond, workers: 32},
+	{alg: mock.LimiterSlidingCounter, style: mock.HeadersNone, window: time.Minute, limit: 600, items: 1800, latency: 50 * time.Millisecond, workers: 32},
 	// A token limit of 10 s and of a minute with no headers, long
 	// prompts near a second of the pace (told: the own second's packing).
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: 10 * time.Second, limit: 40_000, tokens: true, items: 600, latency: 50 * time.Millisecond, workers: 64},
@@ -112,7 +120,7 @@ var wideSpecs = []wideSpec{
 
 // The wide zoo's prompts, made once and sliced: the cells only read them.
 var (
-	wideRequests = sync.OnceValue(func() []string { return requestPrompts(1500) })
+	wideRequests = sync.OnceValue(func() []string { return requestPrompts(1800) })
 	wideTokens   = sync.OnceValue(func() []string { return tokenPrompts(600) })
 )
 

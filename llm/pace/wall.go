@@ -81,18 +81,23 @@ func (e *estimator) wallEnd(now time.Time, dry time.Duration) time.Time {
 }
 
 // wallHold returns the hold of a refusal seen at now in a run at a wall or
-// locked out, cut once in it: until wallEnd. Short of lockout, a span is
-// counted as held, as an episode's hold is (see markFull), the epoch's too,
-// what it adds to the holds before it only (the refusals of requests in
-// flight come in one hold): a window's rate measured over time the lane
-// held through is the rate times the share it sent in (20 a second so
-// measured 10 a second).
+// locked out, cut once in it: until wallEnd. A span is counted as held, as
+// an episode's hold is (see markFull), the epoch's too, what it adds to the
+// holds before it only (the refusals of requests in flight come in one
+// hold): a window's rate measured over time the lane held through is the
+// rate times the share it sent in (20 a second so measured 10 a second;
+// locked out by a counter of 600 a minute, 2 a second, and the run took
+// 2.75x). Short of lockout it is also time at a wall, which a pace's use
+// leaves out (see used); a lockout's is not: counted so, the pace a 10 s
+// ban left looked used and climbed into the next ban (1.35x -> 1.74x).
 func (e *estimator) wallHold(now time.Time, dry time.Duration) time.Duration {
 	f, until := &e.full, e.wallEnd(now, dry)
-	if extra := now.Add(e.span).Sub(f.wallUntil); dry < lockout && extra > 0 {
+	if extra := now.Add(e.span).Sub(f.wallUntil); extra > 0 {
 		extra = min(extra, e.span)
 		f.held, e.ep.held, f.wallUntil = f.held+extra, e.ep.held+extra, now.Add(e.span)
-		e.ep.walled += extra
+		if dry < lockout {
+			e.ep.walled += extra
+		}
 	}
 	// The episode costs the whole run: a step up is worth it once it
 	// pays for so long a hold (see worth). Charged only its first
