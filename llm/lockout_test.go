@@ -45,3 +45,22 @@ func TestLockoutLeftOutOfTheMeasure(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenLockoutHoldsTheLane: a sliding log of 120,000 tokens a minute
+// that tells only Retry-After, told nothing. Spent at the opening, it
+// refuses every size until the minute is out; each refusal of a long
+// prompt holds only its own request (shorter ones may fit), but a short
+// one refused with a hint of seconds holds the lane. Held each on its
+// own, the requests waiting were refused one after another: 9.6% of all
+// requests refused; now 1.2%.
+func TestTokenLockoutHoldsTheLane(t *testing.T) {
+	s := wideSpec{alg: mock.LimiterSlidingLog, style: mock.HeadersRetryAfter, window: time.Minute, limit: 120_000, tokens: true,
+		items: 600, latency: 50 * time.Millisecond, workers: 32}
+	c := s.cell(false)
+	r := runZoo(t, c)
+	t.Logf("%s: %v, %.2fx the reference, %.1f%% refused", c.name(), r.wall, r.ratio(), 100*r.refusedShare())
+	if r.refusedShare() > 0.03 || r.ratio() > 1.2 || r.answered != len(c.prompts) {
+		t.Errorf("%s: %.2fx the reference, %.1f%% refused, %d of %d answered; want at most 1.2x, 3%%, all",
+			c.name(), r.ratio(), 100*r.refusedShare(), r.answered, len(c.prompts))
+	}
+}

@@ -90,10 +90,13 @@ var wideSpecs = []wideSpec{
 	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: time.Minute, limit: 600, items: 1800, latency: 50 * time.Millisecond, workers: 32},
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: time.Minute, limit: 600, items: 1800, latency: 50 * time.Millisecond, workers: 32},
 	{alg: mock.LimiterSlidingCounter, style: mock.HeadersNone, window: time.Minute, limit: 600, items: 1800, latency: 50 * time.Millisecond, workers: 32},
-	// A token limit of 10 s and of a minute with no headers, long
-	// prompts near a second of the pace (told: the own second's packing).
+	// Token limits of 10 s and of a minute with no headers or Retry-After
+	// only, long prompts near a second of the pace (told: the own
+	// second's packing).
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: 10 * time.Second, limit: 40_000, tokens: true, items: 600, latency: 50 * time.Millisecond, workers: 64},
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: time.Minute, limit: 240_000, tokens: true, items: 600, latency: time.Second, jitter: 5 * time.Second, workers: 64},
+	{alg: mock.LimiterSlidingLog, style: mock.HeadersRetryAfter, window: time.Minute, limit: 120_000, tokens: true, items: 600, latency: 50 * time.Millisecond, workers: 32},
+	{alg: mock.LimiterWindow, style: mock.HeadersNone, window: time.Minute, limit: 120_000, tokens: true, items: 600, latency: 50 * time.Millisecond, workers: 32},
 	// The npm limiters of bench/node.sh: fixed windows that start at the
 	// client's first request (express-rate-limit, rate-limiter-flexible),
 	// no hint; rate-limiter-flexible's blockDuration, a 2 s ban.

@@ -153,12 +153,17 @@ func (e *estimator) keptUp(cut pending) float64 {
 // a second at least, the shortest any is taken to be.) Not once the run
 // has lasted dryMost: that is more likely a window longer than a
 // second's, and the lane holds until it ends (see dryRun). Nor when the
-// run began right after the server took a whole burst (see afterBurst).
+// run began right after the server took a whole burst (see afterBurst),
+// nor when so slow a bucket would take longer than maxSpan to refill what
+// the server took before its first refusal: none that servers give is,
+// and a window spent is likelier (small requests that fit in the flood of
+// refusals after a token window's opening moved the marks afterBurst
+// weighs: 480,000 tokens a minute cut to 4,314).
 func (e *estimator) dryRate(cut pending) (float64, bool) {
 	if cut.dry < minSpan || cut.dry >= dryMost || e.full.afterBurst(cut.n) {
 		return 0, false
 	}
-	if r := cut.n / cut.dry.Seconds(); !e.full.outpaced(r) {
+	if r := cut.n / cut.dry.Seconds(); !e.full.outpaced(r) && r*maxSpan.Seconds() >= e.full.burst {
 		return r, true
 	}
 	return 0, false

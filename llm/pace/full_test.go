@@ -103,6 +103,39 @@ func TestEstimatorDryRun(t *testing.T) {
 	}
 }
 
+// TestEstimatorDryRunAfterABigBurst: the same run of refusals, of small
+// requests (a token each) after a burst of 7 of 100 tokens, and one
+// admitted between the first two refusals (in the flood of refusals that
+// follows a token window spent, small requests still fit): a bucket that
+// took 700 and leaks under a token in 1.48 s would take 17 minutes to
+// fill again, and none that servers give is so slow; a window spent is
+// the likelier. No bound so: a token window of a minute that says nothing
+// was cut to 4,314 tokens a minute from 480,000 so, and held there.
+func TestEstimatorDryRunAfterABigBurst(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	var burst []step
+	for range 7 {
+		burst = append(burst, step{what: "send", n: 100}, step{what: "ok", seen: 10 * time.Millisecond, n: 100})
+	}
+	play(&e, cat(burst, []step{{what: "send", n: 1},
+		{what: "refused", send: 20 * time.Millisecond, seen: 20 * time.Millisecond, n: 1},
+		{what: "send", n: 1}, {what: "ok", send: 50 * time.Millisecond, seen: 60 * time.Millisecond, n: 1},
+		{what: "send", n: 1}, {what: "refused", send: 100 * time.Millisecond, seen: 100 * time.Millisecond, n: 1},
+		{what: "tick", seen: 400 * time.Millisecond}}))
+	for _, d := range []time.Duration{400, 800, 1600} {
+		now := at(d * time.Millisecond)
+		e.sent(1)
+		hold := e.refused(now, now, 1, 0)
+		if r, ok := e.dryRate(e.cut); ok {
+			t.Errorf("refused %v: bounded to %.3f a second, want no bound after a burst of 700", d*time.Millisecond, r)
+		}
+		e.tick(now.Add(hold))
+	}
+	if e.pace() < 1 {
+		t.Errorf("pace = %.3f a second, want no cut to under a token a second", e.pace())
+	}
+}
+
 // TestEstimatorSlowAnswers: answers slower than a minute's window, three
 // refusals of twenty sent, after cuts in a row, are no halving and no
 // lockout: what was sent and not refused is on its way, a refusal coming

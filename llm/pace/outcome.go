@@ -157,7 +157,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	switch {
 	case capped:
 		hold = max(hold, time.Millisecond) // it waits for its hint, or a slot; the caller pauses no one
-	case !o.Tokens:
+	case !o.Tokens || ln.locksAll(p, o):
 		ln.pause(pause)
 	}
 	if hold == 0 && ln.l.cfg.Adapt {
@@ -167,17 +167,6 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		hold = max(ln.until.Sub(now), time.Millisecond)
 	}
 	return hold
-}
-
-// bigOnes reports whether the requests refused without a word of which
-// limit (p's the newest) have been much bigger than those the lane sends:
-// on average twice or more. A token limit refuses the big ones first, and
-// then, its window full, small ones too; a request limit refuses any
-// alike. ln.mu is held.
-func (ln *lane) bigOnes(p *Permit) bool {
-	ln.unsure.n++
-	ln.unsure.tokens += p.tokens
-	return ln.req.count > 0 && ln.tok.count > 0 && ln.unsure.tokens/ln.unsure.n >= 2*ln.tok.count/ln.req.count
 }
 
 // contradicted reports whether the answer claims a window is spent that
