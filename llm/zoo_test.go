@@ -61,7 +61,7 @@ func (z zooTransport) Do(r *http.Request) (*http.Response, error) {
 	sent := time.Now()
 	z.h.ServeHTTP(rec, r)
 	if z.log != nil {
-		z.log.Debug("answer", "status", rec.Code, "took", time.Since(sent).Round(time.Millisecond))
+		z.log.Debug("answer", "status", rec.Code, "took", time.Since(sent).Round(time.Millisecond), "bytes", r.ContentLength)
 	}
 	return rec.Result(), nil
 }
