@@ -68,6 +68,13 @@ var wideSpecs = []wideSpec{
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersOpenAI, window: time.Minute, limit: 100, items: 400, latency: 300 * time.Millisecond, jitter: time.Second, workers: 8},
 	{alg: mock.LimiterLeaky, style: mock.HeadersNone, window: time.Minute, limit: 100, items: 400, latency: 50 * time.Millisecond, workers: 32, burst: 1},
 	{alg: mock.LimiterSlidingCounter, style: mock.HeadersIETF, window: time.Minute, limit: 100, items: 400, latency: 3 * time.Second, workers: 64},
+	// Answers as slow and as uneven as a model's: 0.5-4.5 s and 1-7 s,
+	// uniformly (-j 128, so that the workers are not the bound).
+	{alg: mock.LimiterSlidingCounter, style: mock.HeadersOpenAI, window: time.Second, limit: 20, items: 600, latency: 500 * time.Millisecond, jitter: 4 * time.Second, workers: 128},
+	{alg: mock.LimiterGCRA, style: mock.HeadersNone, window: time.Minute, limit: 600, items: 1200, latency: time.Second, jitter: 6 * time.Second, workers: 128},
+	{alg: mock.LimiterBucket, style: mock.HeadersIETF, window: 10 * time.Second, limit: 200, items: 600, latency: time.Second, jitter: 6 * time.Second, workers: 128},
+	{alg: mock.LimiterSlidingLog, style: mock.HeadersIETF, window: 10 * time.Second, limit: 200, items: 1200, latency: time.Second, jitter: 6 * time.Second, workers: 128},
+	{alg: mock.LimiterLeaky, style: mock.HeadersNone, window: 10 * time.Second, limit: 200, items: 1200, latency: time.Second, jitter: 6 * time.Second, workers: 128, burst: 0.25},
 	// Token limits, the zoo's token prompts (one in eight long).
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersOpenAI, window: 10 * time.Second, limit: 30_000, tokens: true, items: 300, latency: 50 * time.Millisecond, workers: 32},
 	{alg: mock.LimiterBucket, style: mock.HeadersOpenAI, window: 10 * time.Second, limit: 30_000, tokens: true, items: 300, latency: 3 * time.Second, workers: 32},
@@ -75,6 +82,10 @@ var wideSpecs = []wideSpec{
 	{alg: mock.LimiterSlidingCounter, style: mock.HeadersOpenAI, window: 2 * time.Second, limit: 8_000, tokens: true, items: 200, latency: 300 * time.Millisecond, jitter: 300 * time.Millisecond, workers: 64},
 	{alg: mock.LimiterSlidingLog, style: mock.HeadersIETF, window: time.Minute, limit: 60_000, tokens: true, items: 300, latency: 300 * time.Millisecond, workers: 32},
 	{alg: mock.LimiterBucket, style: mock.HeadersOpenAI, window: time.Second, limit: 5_000, tokens: true, items: 300, latency: 50 * time.Millisecond, workers: 4},
+	// A token limit of 10 s and of a minute with no headers, long
+	// prompts near a second of the pace (told: the own second's packing).
+	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: 10 * time.Second, limit: 40_000, tokens: true, items: 600, latency: 50 * time.Millisecond, workers: 64},
+	{alg: mock.LimiterSlidingLog, style: mock.HeadersNone, window: time.Minute, limit: 240_000, tokens: true, items: 600, latency: time.Second, jitter: 5 * time.Second, workers: 64},
 	// The npm limiters of bench/node.sh: fixed windows that start at the
 	// client's first request (express-rate-limit, rate-limiter-flexible),
 	// no hint; rate-limiter-flexible's blockDuration, a 2 s ban.
