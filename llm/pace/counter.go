@@ -17,7 +17,8 @@ import (
 // length before it is reached; moved alike twice, it is taken for a
 // counter (told its length, or a rate that gives it, sooner: see beyond;
 // from sends at one instant, see unlikeLog; by an admitted probe, see
-// halved).
+// halved; by readings that came late, in the order their requests went,
+// see reordered).
 // From then on the tracker counts as the server does: the lane's
 // own units by the fixed windows' ends (a reset is one), and what the
 // server counted besides (other clients', refusals it counts) as sent in
@@ -42,9 +43,13 @@ type counter struct {
 // from this one. (A bucket's stands while it refills with nothing taken,
 // and moves by what the next request takes, so a bucket of requests of
 // one size moves alike; it stands a while, not a window, and its resets
-// fall anywhere.)
+// fall anywhere.) A move to where the last went is that move, told again
+// by another request's reading (see reordered), not a second one: a
+// sliding log's end moved on from a refused probe's by 51 s, twice so by
+// two requests sent at one instant, and the log was taken for a counter
+// of 51 s (0.80x -> 1.08x).
 func (c *counter) move(d, stood, tol time.Duration, to time.Time) {
-	if c.length > 0 {
+	if c.length > 0 || c.moved > 0 && to.Sub(c.to).Abs() <= tol {
 		return // known (told, or moved alike before): later moves are no finer
 	}
 	if d < 10*tol || stood < d/2 {
