@@ -116,7 +116,11 @@ func (w *window) reordered(i int) {
 // guard and the way to the server before it), from an end that stood for
 // requests sent apart or as no sliding log's moves (see unlikeLog), in a
 // window not known to be a bucket, it may be a counter's (see
-// counter.move and halved).
+// counter.move and halved); but not to a reset of the longest seen, which
+// a sliding log tells every request it admits, whenever it goes: from a
+// refused probe's end, at the log's newest unit, one sent a second after
+// that unit moved it on by half its 2 s, as a counter of 1 s would, and
+// the log was so taken (1.05x -> 1.67x, a seed of the zoo's jitter).
 func (w *window) sentMove(p, n int) {
 	tol, prev, next := w.resolution(), w.order.ends[p], w.order.ends[n]
 	early := 2 * w.guard()
@@ -124,7 +128,7 @@ func (w *window) sentMove(p, n int) {
 		early += tol
 	}
 	d := next.end().Sub(prev.end())
-	if d <= tol || !next.sent.Before(prev.end().Add(w.guard()-early)) {
+	if d <= tol || next.reset >= w.period-tol || !next.sent.Before(prev.end().Add(w.guard()-early)) {
 		return
 	}
 	r := Reading{Told: true, Limit: w.limit, Left: next.left, Reset: next.reset}

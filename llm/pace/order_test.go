@@ -74,6 +74,47 @@ func TestReorderedCounter(t *testing.T) {
 	}
 }
 
+// testLog is a sliding log of limit a length, as the tests' server
+// (OpenAI's headers): it admits a request while fewer than limit were
+// admitted in the length before, and tells what is left and when its
+// newest unit leaves, rounded up to tick.
+type testLog struct {
+	limit    int
+	length   time.Duration
+	tick     time.Duration
+	admitted []time.Duration
+}
+
+func (l *testLog) take(sent time.Duration) Reading {
+	in := 0
+	for _, a := range l.admitted {
+		if a+l.length > sent {
+			in++
+		}
+	}
+	if in < l.limit {
+		l.admitted, in = append(l.admitted, sent), in+1
+	}
+	reset := (l.admitted[len(l.admitted)-1] + l.length - sent + l.tick - 1).Truncate(l.tick)
+	return Reading{Told: true, Limit: l.limit, Left: l.limit - in, Reset: reset}
+}
+
+// logLane sends to srv through w, each answer lag after its request.
+type logLane struct {
+	srv     testLog
+	w       window
+	answers []lateReading
+}
+
+func (l *logLane) send(sent, lag time.Duration, probe bool) {
+	seq := float64(len(l.answers) + 1)
+	l.w.sent(at(sent), seq)
+	if probe {
+		l.w.probes++ // as the lane counts one sent to probe (see roomOrProbe)
+	}
+	l.answers = append(l.answers, lateReading{l.srv.take(sent), sent, sent + lag, seq})
+}
+
 // TestReorderedLogMovesOnce: a sliding log of 100 a minute, filled in its
 // first 10 s, probed at 42.45 s (refused: its reset says when the newest
 // unit leaves, 69.9 s), and two requests sent at 60.05 s, whose readings
@@ -82,38 +123,45 @@ func TestReorderedCounter(t *testing.T) {
 // reached: one move, not two alike, and no counter.
 func TestReorderedLogMovesOnce(t *testing.T) {
 	ms := time.Millisecond
-	const limit, length = 100, time.Minute
-	var admitted []time.Duration
-	var w window
-	var answers []lateReading
-	send := func(sent, lag time.Duration, probe bool) {
-		in := 0
-		for _, a := range admitted {
-			if a+length > sent {
-				in++
-			}
-		}
-		if in < limit {
-			admitted, in = append(admitted, sent), in+1
-		}
-		reset := (admitted[len(admitted)-1] + length - sent + 10*ms - 1).Truncate(10 * ms)
-		seq := float64(len(answers) + 1)
-		w.sent(at(sent), seq)
-		if probe {
-			w.probes++
-		}
-		r := Reading{Told: true, Limit: limit, Left: limit - in, Reset: reset}
-		answers = append(answers, lateReading{r, sent, sent + lag, seq})
-	}
+	l := logLane{srv: testLog{limit: 100, length: time.Minute, tick: 10 * ms}}
 	for i := range 100 {
-		send(time.Duration(i)*100*ms, 400*ms, false)
+		l.send(time.Duration(i)*100*ms, 400*ms, false)
 	}
-	send(42450*ms, 0, true)
-	send(60050*ms, 690*ms, false)
-	send(60050*ms, 1040*ms, false) // answered after the next one
-	send(60300*ms, 490*ms, false)
-	readAll(&w, answers)
-	if w.ctr.length != 0 {
-		t.Errorf("counter of %v; want none (a sliding log)", w.ctr.length)
+	l.send(42450*ms, 0, true)
+	l.send(60050*ms, 690*ms, false)
+	l.send(60050*ms, 1040*ms, false) // answered after the next one
+	l.send(60300*ms, 490*ms, false)
+	readAll(&l.w, l.answers)
+	if l.w.ctr.length != 0 {
+		t.Errorf("counter of %v; want none (a sliding log)", l.w.ctr.length)
+	}
+}
+
+// TestReorderedLogWholeLength: a sliding log of 10 per 2 s, filled by 1 s
+// and probed at 1.5 s (refused: its newest unit leaves at 3 s), admits a
+// request at 2.01 s, whose reading, its reset the whole length, comes
+// after that of a later request: its end moved on from the probe's by
+// about half the longest reset, before it was reached, as a counter's of
+// 1 s would (see halved), but a reset of the whole length is what a log
+// tells every request it admits, at any time after its newest unit.
+func TestReorderedLogWholeLength(t *testing.T) {
+	ms := time.Millisecond
+	l := logLane{srv: testLog{limit: 10, length: 2 * time.Second, tick: ms}}
+	for _, s := range []struct {
+		at time.Duration
+		n  int
+	}{{0, 3}, {500 * ms, 3}, {time.Second, 4}} {
+		for range s.n {
+			l.send(s.at, 500*ms, false)
+		}
+	}
+	l.send(1500*ms, 0, true)
+	l.send(2010*ms, time.Second, false) // answered after the next ones
+	for range 3 {
+		l.send(2500*ms, 500*ms, false)
+	}
+	readAll(&l.w, l.answers)
+	if l.w.ctr.length != 0 {
+		t.Errorf("counter of %v; want none (a sliding log)", l.w.ctr.length)
 	}
 }
