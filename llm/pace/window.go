@@ -57,6 +57,7 @@ type window struct {
 	ctr    counter       // a sliding counter's, once its resets tell it is one
 	probes int           // requests sent to see whether room came back (see roomOrProbe)
 	probed time.Duration // the longest reset seen when the last of them went
+	held   heldProbes    // when the last probe went, and those let go by the time the lane was held (see mayProbe)
 	told   float64       // the rate the user told, units a second; 0: none
 	log    sendLog       // what the lane sent, when
 	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
@@ -106,6 +107,7 @@ func (w *window) sent(now time.Time, count float64) {
 func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.many, w.lag = w.many || r.Several, max(w.lag, now.Sub(sentAt))
 	i := w.order.add(r, sentAt, 3*w.span())
+	w.held.first = cmp.Or(w.held.first, now)
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		w.older(r, sentAt)
 		w.behind(r, sentAt)
