@@ -17,7 +17,8 @@ import (
 // length before it is reached; moved alike twice, it is taken for a
 // counter (told its length, or a rate that gives it, sooner: see beyond;
 // from sends at one instant, see unlikeLog; by an admitted probe, see
-// halved).
+// halved; by readings that came late, in the order their requests went,
+// see reordered).
 // From then on the tracker counts as the server does: the lane's
 // own units by the fixed windows' ends (a reset is one), and what the
 // server counted besides (other clients', refusals it counts) as sent in
@@ -42,9 +43,13 @@ type counter struct {
 // from this one. (A bucket's stands while it refills with nothing taken,
 // and moves by what the next request takes, so a bucket of requests of
 // one size moves alike; it stands a while, not a window, and its resets
-// fall anywhere.)
+// fall anywhere.) A move to where the last went is that move, told again
+// by another request's reading (see reordered), not a second one: a
+// sliding log's end moved on from a refused probe's by 51 s, twice so by
+// two requests sent at one instant, and the log was taken for a counter
+// of 51 s (0.80x -> 1.08x).
 func (c *counter) move(d, stood, tol time.Duration, to time.Time) {
-	if c.length > 0 {
+	if c.length > 0 || c.moved > 0 && to.Sub(c.to).Abs() <= tol {
 		return // known (told, or moved alike before): later moves are no finer
 	}
 	if d < 10*tol || stood < d/2 {
@@ -202,75 +207,4 @@ func (c *counter) wait(log *sendLog, now time.Time, need float64) time.Duration 
 		}
 	}
 	return end.Sub(now) + time.Millisecond
-}
-
-// roomOrProbe is room, and when there is none, whether n units (and the
-// kept room with them) may go to probe; if they may later, wait is no
-// longer than until then.
-//
-// A probe is a request let go although the window has not the room for
-// it, to test whether it is a sliding counter. A counter's reset reaches
-// up to twice its length past its units, so the tracker, not told the
-// length, holds them that long (see span); a lane that then sends only at
-// resets would never show it that room came back from half of it on. So,
-// in a window whose kind is not known and whose length is not told, one
-// request goes as far into the second half of the reset held as a counter
-// of half that length would take to give it back. Admitted, its reading
-// tells what is left (and the reset's move, the counter); refused, the
-// hold is real, and no other goes. Room kept for others (kept) goes with
-// it: held for requests that waited their turn, it barred every probe,
-// and the longest waiting, its patience out by the reset held, had its
-// own room kept, so that no one probed: a counter of a minute filled at
-// the opening was followed as a window of two (1.63x, one run in six).
-func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wait time.Duration, probe bool) {
-	if ok, wait = w.room(now, count, n, kept); ok {
-		return ok, wait, false
-	}
-	at, may := w.probeAt(now, n+kept)
-	switch {
-	case !may:
-		return false, wait, false
-	case now.Before(at):
-		return false, min(wait, at.Sub(now)), false
-	}
-	return true, 0, true
-}
-
-// maxProbes is how many probes a window may take while its kind stays
-// unknown. Admitted, one tells what was left and moves the reset, and the
-// sends it lets resume show the rest; more would only risk refusals (with
-// answers jittered on their way a counter's resets may never be seen to
-// stand, and a probe went about every second until one was refused), and
-// at a penalty box a refused one costs a ban. (Once the longest reset has
-// grown by a quarter, it may take another: see reprobe.)
-const maxProbes = 1
-
-// probeAt is when n units may go to probe (see roomOrProbe): as far into
-// the second half of the longest reset seen as a counter of half that
-// length takes to give them back, and a tenth more; ok is false if they
-// may not: also when a told rate gives the length (see toldLength), which
-// lets units go after it.
-func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
-	if w.limit <= 0 || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall || w.probes >= maxProbes ||
-		n > w.base || !now.Before(w.reset) {
-		return time.Time{}, false
-	}
-	half := w.period / 2
-	return w.reset.Add(-half + time.Duration(float64(half)*min(1, n/w.base+0.1))), true
-}
-
-// reprobe lets probes go again once the longest reset seen has grown by a
-// quarter past what it was when the last one went, reset a reading's: a
-// probe tests a counter of half of it, and one so much longer is another
-// guess. The one probe of a counter's opening went when its resets had
-// reached 1.5 s; at 2 s (a counter of 1 s, answered 1.5 s late), its
-// sends gathered every 2 s at one instant, where a log of 2 s or a fixed
-// window of 2 s gives its room back, and only a probe in between shows it.
-func (w *window) reprobe(reset time.Duration) {
-	if w.probes > 0 && w.probed == 0 {
-		w.probed = w.period // no reading came in since it went
-	}
-	if w.probed > 0 && 4*reset > 5*w.probed {
-		w.probes, w.probed = 0, 0
-	}
 }

@@ -8,7 +8,8 @@ import (
 // How the tracker tells what kind of window it follows: a fixed window (a
 // wall) and a sliding counter by how their resets stand and move (stand),
 // a bucket by resets in step with what is used (judge); anything else is
-// followed as a sliding log.
+// followed as a sliding log. Readings that come after those of later
+// requests are judged by the order their requests went (see reordered).
 
 // resolution is how finely the window's resets are told: within timing
 // noise, or in whole seconds.
@@ -43,7 +44,7 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 	case d.Abs() <= tol:
 		w.stood = w.stood || sentAt.Sub(w.from) >= tol
 	default:
-		if d > 0 && !w.inStep(r) && (w.stood || w.unlikeLog(r, d, sentAt)) { // a bucket's move is none of these
+		if d > 0 && !w.inStep(r) && (w.stood || w.unlikeLog(r, d, sentAt.Sub(w.at))) { // a bucket's move is none of these
 			early := 2 * w.guard() // the guard the end held has, and the way to the server
 			if !w.fine {
 				early += tol
@@ -66,7 +67,7 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 // only by requests sent at one instant (so not seen to stand), moved as no
 // sliding log's does: from a reading of room left to one of room left
 // whose reset is short of the longest seen, by other than the time between
-// their sends, and by half the longest reset at least (a counter's resets
+// their sends (gap), and by half the longest reset at least (a counter's resets
 // reach two lengths at most), in a window not known to be a bucket (whose
 // reset moves by what each request takes). A log's reset is when its newest unit leaves: a request it
 // admits is that unit, its reset the whole length, and it moves by the
@@ -76,9 +77,9 @@ func (w *window) stand(r Reading, reset, sentAt time.Time) {
 // 1.5 s apart, the end moved by its length, 1 s. Not so taken, a counter of
 // 1 s answered 1.5 s late was followed as a log of 2 s for whole runs,
 // half its rate sent (1.8x).
-func (w *window) unlikeLog(r Reading, d time.Duration, sentAt time.Time) bool {
+func (w *window) unlikeLog(r Reading, d, gap time.Duration) bool {
 	tol := w.resolution()
-	return w.refill == 0 && r.Left > 0 && r.Reset < w.period-tol && 2*d >= w.period-tol && (d-sentAt.Sub(w.at)).Abs() > tol
+	return w.refill == 0 && r.Left > 0 && r.Reset < w.period-tol && 2*d >= w.period-tol && (d-gap).Abs() > tol
 }
 
 // halved tells a counter by one move of its reset, d before it was

@@ -257,7 +257,7 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	ln.unkeep(t)
 	ln.leave(t)
 	if t.probe != nil {
-		t.probe.probes++
+		t.probe.probeSent(now)
 	}
 	share := ln.share()
 	ln.req.sent(now, 1, share)

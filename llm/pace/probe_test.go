@@ -129,3 +129,44 @@ func counterFilled(t *testing.T, tokens bool) *Limiter {
 	}
 	return l
 }
+
+// TestProbeAfterHold: a window whose resets show a fixed window of 20 per
+// 2 s (they stand, and move on by 2 s once reached), its sends gathered
+// at its walls, as a sliding counter of 20 a second so sent shows too:
+// past the probe of its opening (at 1.2 s, its kind unknown), none goes
+// into it until it has held the lane for holdSpans of its resets (16 s)
+// since, and the next one after twice that.
+// Without it, such a counter, its one probe spent at the opening, was
+// followed as the wall for whole runs, half its rate sent.
+func TestProbeAfterHold(t *testing.T) {
+	ms := time.Millisecond
+	var w window
+	seq := 0.0
+	for k := range 26 {
+		wall := time.Duration(2*k) * time.Second
+		for i := range 20 {
+			seq++
+			sent := wall + 40*ms
+			if k == 0 {
+				sent = time.Duration(i) * 40 * ms // the opening, spread: the reset stands
+			}
+			w.sent(at(sent), seq)
+			r := Reading{Told: true, Limit: 20, Left: 19 - i, Reset: wall + 2*time.Second - sent}
+			w.read(r, at(sent), at(sent+600*ms), seq)
+		}
+		if !w.wall && k > 0 {
+			t.Fatalf("after the wall at %v: not taken for a wall", wall)
+		}
+		probe := func(now time.Duration) bool {
+			_, _, p := w.roomOrProbe(at(now), seq, 1, 0)
+			return p
+		}
+		mid := wall + 1200*ms // past where a counter of 1 s gives one back
+		switch got, want := probe(mid), k == 0 || k == 8 || k == 24; {
+		case got != want:
+			t.Errorf("a probe at %v: %v, want %v (the last probe at %v)", mid, got, want, w.held.last.Sub(t0))
+		case got:
+			w.probeSent(at(mid))
+		}
+	}
+}

@@ -57,6 +57,7 @@ type window struct {
 	ctr    counter       // a sliding counter's, once its resets tell it is one
 	probes int           // requests sent to see whether room came back (see roomOrProbe)
 	probed time.Duration // the longest reset seen when the last of them went
+	held   heldProbes    // when the last probe went, and those let go by the time the lane was held (see mayProbe)
 	told   float64       // the rate the user told, units a second; 0: none
 	log    sendLog       // what the lane sent, when
 	wall   bool          // a reset stood still until it was reached: a fixed window, renewed every period
@@ -64,6 +65,7 @@ type window struct {
 	from   time.Time     // when the first request that told the reset held went
 	lag    time.Duration // the longest a reading came after its request went (see sent)
 	began  time.Time     // a fixed window's: when the one of the newest reading began, as the tracker holds its walls (see counted)
+	order  sentOrder     // the readings by the send time of their requests (see reordered)
 }
 
 // guard is allowed for the way to the server: a reset counted from when a
@@ -104,9 +106,12 @@ func (w *window) sent(now time.Time, count float64) {
 // is not known: then it is old news.
 func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.many, w.lag = w.many || r.Several, max(w.lag, now.Sub(sentAt))
+	i := w.order.add(r, sentAt, 3*w.span())
+	w.held.first = cmp.Or(w.held.first, now)
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		w.older(r, sentAt)
 		w.behind(r, sentAt)
+		w.reordered(i)
 		return
 	}
 	if sentAt.Equal(w.at) && !w.reset.IsZero() && !w.rolled(r, sentAt) {
