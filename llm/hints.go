@@ -17,11 +17,12 @@ import (
 // # The request's own hint
 //
 // retry-after-ms, then X-Retry-In (Traefik; a Go duration), then
-// Retry-After (seconds or an HTTP-date): the first that reads as a positive,
-// believable wait is the hint; the two precise forms come first because
-// servers that send them round Retry-After up to whole seconds. Then, on a
-// 429 only, the reset of the window that ran dry (or the longest reset) of
-// any style below; then body fields (data.retry_after_seconds and the like).
+// Retry-After (seconds or an HTTP-date, see parseHTTPDate): the first that
+// reads as a positive, believable wait is the hint; the two precise forms
+// come first because servers that send them round Retry-After up to whole
+// seconds. Then, on a 429 only, the reset of the window that ran dry (or the
+// longest reset) of any style below; then body fields
+// (data.retry_after_seconds and the like).
 //
 // # Windows, for requests and for tokens
 //
@@ -227,10 +228,26 @@ func parseSecondsOrDate(v string, serverNow time.Time) (time.Duration, bool) {
 	if d, ok := parseSeconds(v, time.Second); ok {
 		return d, true
 	}
-	if t, err := http.ParseTime(v); err == nil {
+	if t, ok := parseHTTPDate(v); ok {
 		return until(t, serverNow)
 	}
 	return 0, false
+}
+
+// parseHTTPDate reads an HTTP-date (http.ParseTime's three forms), or
+// time.RFC1123 in UTC, which Go servers write by formatting a UTC time with
+// it: "Wed, 02 Dec 2026 10:00:01 UTC" where an HTTP-date says GMT
+// (sethvargo/go-limiter's httplimit, its X-RateLimit-Reset and
+// Retry-After). A zone other than UTC is not read: Go would take its
+// abbreviation for an offset of 0 or the local one's.
+func parseHTTPDate(v string) (time.Time, bool) {
+	if t, err := http.ParseTime(v); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse(time.RFC1123, v); err == nil && strings.HasSuffix(v, " UTC") {
+		return t, true
+	}
+	return time.Time{}, false
 }
 
 // until is the time from serverNow to t, when it is positive and
@@ -239,8 +256,8 @@ func until(t, serverNow time.Time) (time.Duration, bool) { return believable(t.S
 
 // parseReset reads a reset: a Go-style duration ("1s", "6m0s", "20ms",
 // "1m30.5s"), plain seconds, a Unix time in seconds (from 10^9) or
-// milliseconds (from 10^12), an RFC 3339 time or an HTTP-date. Seconds from maxHint to
-// 10^9 fit neither and are not told.
+// milliseconds (from 10^12), an RFC 3339 time or an HTTP-date (see
+// parseHTTPDate). Seconds from maxHint to 10^9 fit neither and are not told.
 func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 	if v = strings.TrimSpace(v); v == "" {
 		return 0, false
@@ -264,7 +281,7 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return until(t, serverNow)
 	}
-	if t, err := http.ParseTime(v); err == nil {
+	if t, ok := parseHTTPDate(v); ok {
 		return until(t, serverNow)
 	}
 	return 0, false
