@@ -66,8 +66,10 @@ import (
 //     itself on the real clock.
 //
 // Cells: each at 20 a second (600 items) and 120 a minute (360 items),
-// told (--rpm) and untold, 50 ms latency and -j 32; and at 3 s latency, -j
-// 64 (21 a second in flight), for throttled and ulule. It runs with the
+// told (--rpm) and untold, 50 ms latency and -j 32; at 3 s latency, -j 64
+// (21 a second in flight), for throttled and ulule; and, for the three
+// whose resets are whole seconds cut down (httprate, ulule, go-limiter),
+// 20 a second with the run starting 0.73 s into a second (foreignPhase). It runs with the
 // zoo's other tests; LLMBATCH_ZOO_STRICT=1 asserts issue 10's figures.
 //
 //	LLMBATCH_ZOO_STRICT=1 LLMBATCH_ZOO_MD=/tmp/f.md go test ./llm -run TestZooForeign -count=1 -v
@@ -207,23 +209,39 @@ func foreignCells() []zooCell {
 	for _, lib := range foreignLibs {
 		for _, told := range []bool{true, false} {
 			cells = append(cells,
-				lib.cell(20, time.Second, 50*time.Millisecond, 32, zooRequests600(), told),
-				lib.cell(120, time.Minute, 50*time.Millisecond, 32, requestPrompts(360), told))
+				lib.cell(20, time.Second, 50*time.Millisecond, 32, zooRequests600(), told, 0),
+				lib.cell(120, time.Minute, 50*time.Millisecond, 32, requestPrompts(360), told, 0))
 			if lib.name == "throttled" || lib.name == "ulule" {
-				cells = append(cells, lib.cell(20, time.Second, 3*time.Second, 64, zooRequests600(), told))
+				cells = append(cells, lib.cell(20, time.Second, 3*time.Second, 64, zooRequests600(), told, 0))
+			}
+			if lib.name == "httprate" || lib.name == "ulule" || lib.name == "go-limiter" {
+				cells = append(cells, lib.cell(20, time.Second, 50*time.Millisecond, 32, zooRequests600(), told, foreignPhase))
 			}
 		}
 	}
 	return cells
 }
 
-func (l foreignLib) cell(n int, window, latency time.Duration, workers int, prompts []string, told bool) zooCell {
+// foreignPhase is how far into a second the phase cells start: the
+// synctest clock starts on a whole second, where a reset cut down to its
+// second is exact; a real clock is anywhere in one.
+const foreignPhase = 730 * time.Millisecond
+
+// cell is the library at n per window; with a phase, the limiter is made
+// and the run starts that far into the fake clock's first second.
+func (l foreignLib) cell(n int, window, latency time.Duration, workers int, prompts []string, told bool, phase time.Duration) zooCell {
 	cfg := l.ref(n, window)
 	cfg.Latency = latency
 	group := fmt.Sprintf("foreign-%dper%v", n, window)
 	if workers != 32 {
 		group += fmt.Sprintf("-j%d", workers)
 	}
+	if phase > 0 {
+		group += fmt.Sprintf("-at%v", phase)
+	}
 	return zooCell{group: group, mock: cfg, told: told, prompts: prompts, workers: workers, lib: l.name,
-		front: func(t *testing.T, next http.Handler) (http.Handler, func()) { return l.front(t, n, window, next) }}
+		front: func(t *testing.T, next http.Handler) (http.Handler, func()) {
+			time.Sleep(phase) // runZoo starts its clock after the front is made
+			return l.front(t, n, window, next)
+		}}
 }
