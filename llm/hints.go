@@ -17,11 +17,12 @@ import (
 // # The request's own hint
 //
 // retry-after-ms, then X-Retry-In (Traefik; a Go duration), then
-// Retry-After (seconds or an HTTP-date): the first that reads as a positive,
-// believable wait is the hint; the two precise forms come first because
-// servers that send them round Retry-After up to whole seconds. Then, on a
-// 429 only, the reset of the window that ran dry (or the longest reset) of
-// any style below; then body fields (data.retry_after_seconds and the like).
+// Retry-After (seconds or an HTTP-date, see parseHTTPDate): the first that
+// reads as a positive, believable wait is the hint; the two precise forms
+// come first because servers that send them round Retry-After up to whole
+// seconds. Then, on a 429 only, the reset of the window that ran dry (or the
+// longest reset) of any style below; then body fields
+// (data.retry_after_seconds and the like).
 //
 // # Windows, for requests and for tokens
 //
@@ -227,10 +228,26 @@ func parseSecondsOrDate(v string, serverNow time.Time) (time.Duration, bool) {
 	if d, ok := parseSeconds(v, time.Second); ok {
 		return d, true
 	}
-	if t, err := http.ParseTime(v); err == nil {
+	if t, ok := parseHTTPDate(v); ok {
 		return until(t, serverNow)
 	}
 	return 0, false
+}
+
+// parseHTTPDate reads an HTTP-date (http.ParseTime's three forms), or
+// time.RFC1123 in UTC, which Go servers write by formatting a UTC time with
+// it: "Wed, 02 Dec 2026 10:00:01 UTC" where an HTTP-date says GMT
+// (sethvargo/go-limiter's httplimit, its X-RateLimit-Reset and
+// Retry-After). A zone other than UTC is not read: Go would take its
+// abbreviation for an offset of 0 or the local one's.
+func parseHTTPDate(v string) (time.Time, bool) {
+	if t, err := http.ParseTime(v); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse(time.RFC1123, v); err == nil && strings.HasSuffix(v, " UTC") {
+		return t, true
+	}
+	return time.Time{}, false
 }
 
 // until is the time from serverNow to t, when it is positive and
@@ -239,8 +256,10 @@ func until(t, serverNow time.Time) (time.Duration, bool) { return believable(t.S
 
 // parseReset reads a reset: a Go-style duration ("1s", "6m0s", "20ms",
 // "1m30.5s"), plain seconds, a Unix time in seconds (from 10^9) or
-// milliseconds (from 10^12), an RFC 3339 time or an HTTP-date. Seconds from maxHint to
-// 10^9 fit neither and are not told.
+// milliseconds (from 10^12), an RFC 3339 time or an HTTP-date (see
+// parseHTTPDate); one in whole seconds up to a second past is the end of
+// that second (see untilSecondEnds). Seconds from maxHint to 10^9 fit
+// neither and are not told.
 func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 	if v = strings.TrimSpace(v); v == "" {
 		return 0, false
@@ -254,20 +273,45 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 		}
 		// Unix seconds or milliseconds: whichever is near the server's
 		// now (a clock set to 2000, say, has Unix times under 1e9).
-		for _, t := range []time.Time{time.Unix(int64(s), 0), time.UnixMilli(int64(s))} {
-			if d := t.Sub(serverNow); d > -24*time.Hour && d < 400*24*time.Hour {
-				return until(t, serverNow)
-			}
+		if t := time.Unix(int64(s), 0); near(t, serverNow) {
+			return untilSecondEnds(t, serverNow)
+		}
+		if t := time.UnixMilli(int64(s)); near(t, serverNow) {
+			return until(t, serverNow)
 		}
 		return 0, false
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return until(t, serverNow)
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return until(t, serverNow)
+	if t, ok := parseHTTPDate(v); ok {
+		return untilSecondEnds(t, serverNow)
 	}
 	return 0, false
+}
+
+// near reports whether t is near enough serverNow to be a reset.
+func near(t, serverNow time.Time) bool {
+	d := t.Sub(serverNow)
+	return d > -24*time.Hour && d < 400*24*time.Hour
+}
+
+// untilSecondEnds is until for a reset given in whole seconds (a Unix time
+// in seconds, an HTTP-date), except that one up to a second past is the end
+// of that second: servers that cut the window's end down to its second
+// write it so while the window is still open (ulule/limiter's and
+// go-chi/httprate's X-RateLimit-Reset, expiration.Unix();
+// sethvargo/go-limiter's date). Read as past, it was dropped, and the lane
+// went on blind at each window's end: ulule's windows of a second starting
+// 0.73 s into one, untold, 1.32x the reference, 1.08x read so
+// (TestZooForeign). A server that rounds up writes no reset in the past
+// but for an answer slower than what was left of the window: then the
+// lane holds for what is left of that second.
+func untilSecondEnds(t, serverNow time.Time) (time.Duration, bool) {
+	if d := serverNow.Sub(t); d > 0 && d < time.Second {
+		t = t.Add(time.Second)
+	}
+	return until(t, serverNow)
 }
 
 // parseDuration reads a Go duration ("1.5s", "3m0s") when it is positive

@@ -171,3 +171,30 @@ func TestResetWithinDateSecond(t *testing.T) {
 		}
 	}
 }
+
+// TestResetSecondCutDown: a reset in whole seconds up to a second past is
+// the end of that second, as servers that cut the window's end down to
+// its second write it while the window is open (ulule/limiter's
+// X-RateLimit-Reset at 09:30:30.73 says 09:30:30 of a window that ends at
+// 09:30:30.9); one exactly at now, or further past, has passed.
+func TestResetSecondCutDown(t *testing.T) {
+	now := server.Add(730 * time.Millisecond)
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+	}{
+		{unixAt(0), 270 * time.Millisecond},
+		{server.UTC().Format(http.TimeFormat), 270 * time.Millisecond},
+		{server.UTC().Format(time.RFC1123), 270 * time.Millisecond},
+		{unixAt(time.Second), 270 * time.Millisecond},
+		{unixAt(-time.Second), 0},
+		{unixMsAt(0), 0}, // milliseconds are not cut down to a second
+	} {
+		if got, _ := parseReset(tc.v, now); got != tc.want {
+			t.Errorf("parseReset(%q) at %v = %v, want %v", tc.v, now.Format(time.StampMilli), got, tc.want)
+		}
+	}
+	if got, _ := parseReset(unixAt(0), server); got != 0 {
+		t.Errorf("a reset of now read as %v, want passed", got)
+	}
+}

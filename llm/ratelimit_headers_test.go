@@ -374,3 +374,69 @@ func TestGuessedUnits(t *testing.T) {
 		})
 	}
 }
+
+// TestParseLimitsGoLibraries reads the headers of the five Go limiters of
+// the foreign zoo (zoo_foreign_test.go) as their middleware writes them,
+// an admitted answer and a 429 each.
+func TestParseLimitsGoLibraries(t *testing.T) {
+	rfc1123 := func(d time.Duration) string { return server.Add(d).UTC().Format(time.RFC1123) } // "... UTC"
+	checkLimits(t, []limitsCase{
+		// go-chi/httprate: the reset is the Unix second the current
+		// window ends; a 429's Retry-After is the window's length.
+		{"httprate", `X-RateLimit-Limit: 20
+X-RateLimit-Remaining: 19
+X-RateLimit-Reset: ` + unixAt(time.Second), serverLimits{Requests: lim("x-ratelimit", 20, 19, time.Second, resetUnknown, 0)}},
+		{"httprate 429", `X-RateLimit-Limit: 120
+X-RateLimit-Remaining: 0
+X-RateLimit-Reset: ` + unixAt(40*time.Second) + `
+Retry-After: 60`, serverLimits{Requests: lim("x-ratelimit", 120, 0, 40*time.Second, resetUnknown, 0),
+			RetryAfter: time.Minute, RetryFrom: "retry-after"}},
+		// throttled: the limit is MaxBurst+1; reset and Retry-After are
+		// seconds rounded up.
+		{"throttled", `X-RateLimit-Limit: 6
+X-RateLimit-Remaining: 5
+X-RateLimit-Reset: 1`, serverLimits{Requests: lim("x-ratelimit", 6, 5, time.Second, resetUnknown, 0)}},
+		{"throttled 429", `X-RateLimit-Limit: 6
+X-RateLimit-Remaining: 0
+X-RateLimit-Reset: 1
+Retry-After: 1`, serverLimits{Requests: lim("x-ratelimit", 6, 0, time.Second, resetUnknown, 0),
+			RetryAfter: time.Second, RetryFrom: "retry-after"}},
+		// tollbooth: X-Rate-Limit-Limit is a float per
+		// X-Rate-Limit-Duration seconds; RateLimit-* (the older draft)
+		// tell the bucket, its reset always 1; no Retry-After.
+		{"tollbooth", `X-Rate-Limit-Limit: 20.00
+X-Rate-Limit-Duration: 1
+X-Rate-Limit-Request-Remote-Addr: 192.0.2.1:41000
+RateLimit-Limit: 20
+RateLimit-Reset: 1
+RateLimit-Remaining: 19`, serverLimits{Requests: lim("ratelimit", 20, 19, time.Second, resetUnknown, 0)}},
+		{"tollbooth 429", `X-Rate-Limit-Limit: 2.00
+X-Rate-Limit-Duration: 1
+RateLimit-Limit: 2
+RateLimit-Reset: 1
+RateLimit-Remaining: 0`, serverLimits{Requests: lim("ratelimit", 2, 0, time.Second, resetUnknown, 0)}},
+		// ulule/limiter: the reset is the window's end in Unix seconds;
+		// no Retry-After.
+		{"ulule", `X-RateLimit-Limit: 120
+X-RateLimit-Remaining: 119
+X-RateLimit-Reset: ` + unixAt(time.Minute), serverLimits{Requests: lim("x-ratelimit", 120, 119, time.Minute, resetUnknown, 0)}},
+		{"ulule 429", `X-RateLimit-Limit: 20
+X-RateLimit-Remaining: 0
+X-RateLimit-Reset: ` + unixAt(time.Second), serverLimits{Requests: lim("x-ratelimit", 20, 0, time.Second, resetUnknown, 0)}},
+		// sethvargo/go-limiter: the reset, and a 429's Retry-After, are
+		// the next tick as time.RFC1123 in UTC: "UTC", where an HTTP-date
+		// says "GMT".
+		{"go-limiter", `X-RateLimit-Limit: 20
+X-RateLimit-Remaining: 19
+X-RateLimit-Reset: ` + rfc1123(time.Second), serverLimits{Requests: lim("x-ratelimit", 20, 19, time.Second, resetUnknown, 0)}},
+		{"go-limiter 429", `X-RateLimit-Limit: 120
+X-RateLimit-Remaining: 0
+X-RateLimit-Reset: ` + rfc1123(45*time.Second) + `
+Retry-After: ` + rfc1123(45*time.Second), serverLimits{Requests: lim("x-ratelimit", 120, 0, 45*time.Second, resetUnknown, 0),
+			RetryAfter: 45 * time.Second, RetryFrom: "retry-after"}},
+		{"RFC 1123 in a zone other than UTC is not read", `X-RateLimit-Remaining: 0
+X-RateLimit-Reset: ` + server.Add(5*time.Second).In(time.FixedZone("EST", -5*3600)).Format(time.RFC1123) + `
+Retry-After: ` + server.Add(5*time.Second).In(time.FixedZone("EST", -5*3600)).Format(time.RFC1123),
+			serverLimits{Requests: lim("x-ratelimit", 0, 0, 0, resetUnknown, 0)}},
+	})
+}

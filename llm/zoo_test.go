@@ -73,6 +73,13 @@ type zooCell struct {
 	told    bool // the client is told the true limit (--rpm/--tpm, or -j for a concurrency cap)
 	prompts []string
 	workers int // -j
+	// lib and front, for a limiter of another project (zoo_foreign_test.go):
+	// front puts it before the handler of a mock that limits nothing, and
+	// returns a stop for what it started; mock then only names the nearest
+	// algorithm of the mock, for mock.Ideal, and lib is shown as the
+	// headers.
+	lib   string
+	front func(t *testing.T, next http.Handler) (http.Handler, func())
 }
 
 func (c zooCell) name() string {
@@ -87,7 +94,15 @@ func (c zooCell) name() string {
 			lim += " + " + c.mock.Limiter
 		}
 	}
-	return fmt.Sprintf("%s/%s/%s/%s/%v/%v", c.group, lim, c.mock.Headers, told, c.mock.Window, c.mock.Latency)
+	return fmt.Sprintf("%s/%s/%s/%s/%v/%v", c.group, lim, c.headers(), told, c.mock.Window, c.mock.Latency)
+}
+
+// headers is the header style of the cell: the mock's, or the library's.
+func (c zooCell) headers() string {
+	if c.lib != "" {
+		return c.lib
+	}
+	return c.mock.Headers
 }
 
 // zooResult is what a cell measured.
@@ -158,8 +173,17 @@ func runZoo(t *testing.T, c zooCell) zooResult {
 		even: mock.Ideal(even, c.prompts, c.workers) + c.mock.Jitter}
 	synctest.Test(t, func(t *testing.T) {
 		h := mock.New(c.mock)
+		var served http.Handler = h
+		var front *frontCounts
+		if c.front != nil {
+			h = mock.New(mock.Config{Latency: c.mock.Latency, Jitter: c.mock.Jitter, Seed: c.mock.Seed, Headers: mock.HeadersNone})
+			lim, stop := c.front(t, h)
+			defer stop()
+			front = &frontCounts{next: lim}
+			served = front
+		}
 		trace := zooTrace(t, c)
-		client, err := llm.New(llm.Config{BaseURL: "http://zoo/v1", HTTPClient: zooTransport{h, trace}, Limiter: zooLimiter(c, trace),
+		client, err := llm.New(llm.Config{BaseURL: "http://zoo/v1", HTTPClient: zooTransport{served, trace}, Limiter: zooLimiter(c, trace),
 			Concurrency: c.workers, Timeout: 10 * time.Minute, MaxAttempts: 6, Backoff: llm.FullJitter(time.Second, time.Minute)})
 		if err != nil {
 			t.Fatal(err)
@@ -186,8 +210,41 @@ func runZoo(t *testing.T, c zooCell) zooResult {
 		r.wall = time.Since(start)
 		st := h.Stats()
 		r.requests, r.refused, r.claims = st.OK+st.RateLimited+st.FalseClaims, st.RateLimited, st.FalseClaims
+		if front != nil {
+			r.requests, r.refused = front.requests.Load(), front.refused.Load()
+		}
 	})
 	return r
+}
+
+// frontCounts serves requests through a limiter in front of the mock, all
+// from one client address (the limiters key by it), and counts them and
+// the limiter's 429s.
+type frontCounts struct {
+	next              http.Handler
+	requests, refused atomic.Int64
+}
+
+func (f *frontCounts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(r.Context()) // a copy: the client's request is its own
+	r.RemoteAddr = "192.0.2.1:41000"
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	f.next.ServeHTTP(sw, r)
+	f.requests.Add(1)
+	if sw.status == http.StatusTooManyRequests {
+		f.refused.Add(1)
+	}
+}
+
+// statusWriter notes the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
 }
 
 // zooLimiter is the limiter cmd builds: adapting, with its 3% margin, told
@@ -331,7 +388,7 @@ func zooTable(results []zooResult) string {
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %v | %v | %d | %.1fs | %.1fs | %.1fs | %.2f | %.2f | %.1f%% | %d | %d |\n",
-			c.group, lim, c.mock.Headers, told, c.mock.Window, c.mock.Latency, len(c.prompts),
+			c.group, lim, c.headers(), told, c.mock.Window, c.mock.Latency, len(c.prompts),
 			r.ideal.Seconds(), r.even.Seconds(), r.wall.Seconds(), r.wall.Seconds()/r.ideal.Seconds(), r.ratio(),
 			100*r.refusedShare(), r.failed429+r.failedElse, r.unfinished)
 	}
