@@ -9,7 +9,7 @@ start_mock() {
 	mockpid=$!
 	url=
 	for _ in $(seq 100); do
-		url=$(grep -o 'http://[^ ]*/v1' "$work/mock.log" || true)
+		url=$(grep -o 'http://[^ ]*/v1' "$work/mock.log" 2>/dev/null || true)
 		[[ -n $url ]] && return 0
 		sleep 0.05
 	done
