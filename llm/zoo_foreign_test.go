@@ -245,3 +245,23 @@ func (l foreignLib) cell(n int, window, latency time.Duration, workers int, prom
 			return l.front(t, n, window, next)
 		}}
 }
+
+// TestHttprateMinute: go-chi/httprate's sliding counter of 120 a minute,
+// whose X-RateLimit-Reset is its current window's end and whose
+// Retry-After is the window's length, told the limit and told nothing.
+// Taken for a fixed window, the lane read it all but spent after each
+// window's end and held a minute, and the refusal there paused it a
+// minute besides: 1.35x and 1.68x the reference. Taken for a counter (see
+// pace's window.carries), the first refusal at the first end costs only
+// its own request its minute.
+func TestHttprateMinute(t *testing.T) {
+	for _, told := range []bool{true, false} {
+		c := foreignLibs[0].cell(120, time.Minute, 50*time.Millisecond, 32, requestPrompts(360), told, 0)
+		r := runZoo(t, c)
+		t.Logf("%s: %v, %.2fx the reference, %.1f%% refused", c.name(), r.wall, r.ratio(), 100*r.refusedShare())
+		if r.ratio() > 1.1 || r.answered != len(c.prompts) || r.refusedShare() > 0.02 {
+			t.Errorf("%s: %.2fx the reference, %.1f%% refused, %d of %d answered; want at most 1.1x and 2%%, all",
+				c.name(), r.ratio(), 100*r.refusedShare(), r.answered, len(c.prompts))
+		}
+	}
+}

@@ -1,9 +1,6 @@
 package pace
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // Result is what became of an attempt, as far as pacing cares.
 type Result int
@@ -141,10 +138,7 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	}
 	ln.tok.refund(now, p.sent, p.tokens, o.Tokens)
 	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r, n)
-	hint := o.Hint // what the lane's pause heeds
-	if coarse(hint) && !o.FineHint && q.est.adapt && (q.est.good > 0 || !math.IsInf(q.est.ceil, 1)) {
-		hint = 0 // see coarse; with no search there is no hold of the estimator's to pause for instead
-	}
+	hint := q.pauseHint(p, o, r)
 	var hold, pause time.Duration
 	capped := ln.capped(p, now, o)
 	if !capped {

@@ -135,6 +135,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.stand(r, reset, sentAt)
+	w.carried(r, sentAt, seq)
 	w.beyond(r)
 	w.reprobe(r.Reset)
 	w.period = max(w.period, r.Reset, r.Window)
