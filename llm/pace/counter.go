@@ -34,6 +34,9 @@ type counter struct {
 	tick   time.Duration // the unit the resets are told in (see tickOf); 0: none read yet
 	origin time.Time     // the first end told finely, from which later ones refine the length
 	votes  edgeVotes     // whether ends told in whole seconds are exact (see vote)
+	// carried: told by a reading after an end that counted the window
+	// before (see window.carries): its resets are its current window's end.
+	carried bool
 }
 
 // move notes that a reset that stood still for stood moved on by d, to

@@ -138,12 +138,12 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 	}
 	ln.tok.refund(now, p.sent, p.tokens, o.Tokens)
 	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r, n)
-	hint := q.pauseHint(p, o, r)
+	hint, carried := q.pauseHint(p, o, r)
 	var hold, pause time.Duration
 	capped := ln.capped(p, now, o)
 	if !capped {
 		hold = q.est.refused(now, p.sent, n, hint)
-		if !q.est.explained { // noise the level accounts for costs its own request its hint, the others nothing
+		if !q.est.explained && !carried { // noise the level accounts for costs its own request its hint, the others nothing
 			pause = max(hold, hint)
 		}
 	}
