@@ -27,6 +27,12 @@ func (e *estimator) decide(now time.Time) {
 		// with the tracker following the window the refusals tell:
 		// what the server took shows its rate; above it lies refusal.
 		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
+		if cut.stayed {
+			// No lower than the stay late probes showed admits: what
+			// the server took meanwhile is what a lane still finding
+			// it sent.
+			r = max(r, min(cut.tracked, cut.rate))
+		}
 		e.bad, e.climbs, e.downs, e.measured, e.sinceProbe = r, 0, 1, measured, 0
 		e.shift(now, max(cutTo*r, minRate, e.floor))
 		return

@@ -67,6 +67,7 @@ type estimator struct {
 	explained  bool          // the last refusal was one the known noise level accounts for
 	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows
 	tracked    float64       // the rate that window admits, as the tracker follows it (see admits); 0: not known
+	stayed     bool          // that rate is the stay late probes showed (see late.go)
 	fine       bool          // its hint came finer than whole seconds
 	drained    bool          // it has, once
 	held       int           // spans held at a settled pace
@@ -100,6 +101,7 @@ type pending struct {
 	between        time.Duration // the time since it, holds and all
 	dry            time.Duration // how long the server had taken nothing since a refusal (see dryRate)
 	tracked        float64       // see estimator.tracked
+	stayed         bool          // see estimator.stayed
 }
 
 // epoch is what was sent at one pace since start, and what came of it.
@@ -213,7 +215,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
 	e.charge(now, hold, hint, drains)
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
-		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked}
+		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked, stayed: e.stayed}
 	e.markFull(sentAt, min(hold, maxSpan))
 	e.runCut = hint == 0 && math.IsInf(e.ceil, 1) // told, the first cut is small (see bounded)
 	e.dryCut = dry >= lockout || (e.runCut && e.full.walled(n))

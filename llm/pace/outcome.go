@@ -137,6 +137,8 @@ func (ln *lane) refused(p *Permit, now time.Time, o Outcome) time.Duration {
 		r.Told = false // see believed: the refusal is believed, not its claim
 	}
 	ln.tok.refund(now, p.sent, p.tokens, o.Tokens)
+	q.est.stayed = q.est.tracked > 0 && q.win.late.stay > 0
+	q.win.lateRefused()
 	q.est.shown, q.est.fine, q.est.tracked = r.Told, o.FineHint, q.win.admitsTold(r, n)
 	hint, carried := q.pauseHint(p, o, r)
 	var hold, pause time.Duration

@@ -29,6 +29,11 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 		return ok, wait, false
 	}
 	at, may := w.probeAt(now, n+kept)
+	w.late.due = false
+	if !may {
+		at, may = w.lateProbeAt(now, count, n+kept)
+		w.late.due = may
+	}
 	switch {
 	case !may:
 		return false, wait, false
@@ -113,6 +118,10 @@ func (w *window) mayProbe(now time.Time) bool {
 
 // probeSent notes that a probe went at now.
 func (w *window) probeSent(now time.Time) {
+	if w.late.due {
+		w.lateSent(now)
+		return
+	}
 	if w.probes >= maxProbes || w.wall {
 		w.held.late++
 	}

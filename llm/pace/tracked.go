@@ -34,6 +34,8 @@ import "time"
 // wall only within a second.
 func (w *window) admits() float64 {
 	switch {
+	case w.late.stay > 0 && w.limit > 0:
+		return w.base / w.span().Seconds() // as late probes showed it (see late.go)
 	case w.limit <= 0 || w.counting() || !w.fine:
 		return 0
 	case w.refill > 0:

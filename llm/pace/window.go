@@ -36,8 +36,7 @@ type Reading struct {
 // counts) until the reset, and what the lane sent since; and it takes the
 // room to come back no faster than a window's worth over the length from
 // the reading (see pace). A bucket is followed as it refills (see level),
-// a sliding counter as it weighs (see counter). Time and the lane's running count of units sent are passed in; the lane
-// owns it.
+// a sliding counter as it weighs (see counter). Time and the lane's running count of units sent are passed in (it owns it).
 type window struct {
 	limit  int           // the server's limit; 0: not known
 	left   float64       // what the newest reading said was left
@@ -66,6 +65,7 @@ type window struct {
 	lag    time.Duration // the longest a reading came after its request went (see sent)
 	began  time.Time     // a fixed window's: when the one of the newest reading began, as the tracker holds its walls (see counted)
 	order  sentOrder     // the readings by the send time of their requests (see reordered)
+	late   lateProbes    // what probes of a window answered later than its resets showed (see late.go)
 }
 
 // guard is allowed for the way to the server: a reset counted from when a
@@ -76,7 +76,7 @@ func (w *window) guard() time.Duration { return min(50*time.Millisecond, w.perio
 // sliding counter's, the length a told rate gives it, else the longest
 // reset seen; the guard added.
 func (w *window) span() time.Duration {
-	return cmp.Or(w.length, w.ctr.length, w.toldLength(), w.period) + w.guard()
+	return w.late.shorten(cmp.Or(w.length, w.ctr.length, w.toldLength(), w.period)) + w.guard()
 }
 
 // toldLength is the length a told rate gives a window of a limit said
@@ -106,6 +106,7 @@ func (w *window) sent(now time.Time, count float64) {
 // is not known: then it is old news.
 func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.many, w.lag = w.many || r.Several, max(w.lag, now.Sub(sentAt))
+	w.lateRead(r, sentAt, seq)
 	i := w.order.add(r, sentAt, 3*w.span())
 	w.held.first = cmp.Or(w.held.first, now)
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
