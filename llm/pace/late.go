@@ -37,6 +37,12 @@ type lateProbes struct {
 	ref   time.Time // when the oldest of the sends that held the window full, as lateProbeAt last saw them, went
 }
 
+// lateLongest is the longest reset a window late probes look into may
+// have shown: whole seconds tell nothing of how units leave a window of a
+// second or two, but of a longer one their moves do (a sliding log of a
+// minute answered 90 s late, probed so, was refused twice as often).
+const lateLongest = 2 * time.Second
+
 // lateFlying is how many late probes may be on their way at once: one
 // each time the window fills, a span apart, as answers come many spans
 // late (one at a time, a GCRA answered 3 s late took 40 s to find its
@@ -62,7 +68,7 @@ func (l *lateProbes) shorten(d time.Duration) time.Duration {
 
 // lateProbeAt is when n units may go as a late probe; ok is false if
 // they may not: the window's kind is known, or its length told, or its
-// resets finer than whole seconds (which tell a bucket by their moves,
+// resets longer than lateLongest or finer than whole seconds (which tell a bucket by their moves,
 // see judge, and a sliding log, probed so, refused each), or the
 // reading held has not reached its reset, or readings come no later than
 // a span, or a late probe is on its way (or lost: after twice the longest
@@ -71,7 +77,7 @@ func (l *lateProbes) shorten(d time.Duration) time.Duration {
 func (w *window) lateProbeAt(now time.Time, count, n float64) (at time.Time, ok bool) {
 	span := w.span()
 	switch {
-	case w.limit <= 0 || w.fine || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall:
+	case w.limit <= 0 || w.fine || w.period > lateLongest || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall:
 		return time.Time{}, false
 	case w.reset.IsZero() || now.Before(w.reset) || w.lag <= span || n > w.base:
 		return time.Time{}, false
