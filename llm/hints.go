@@ -83,6 +83,7 @@ type limitInfo struct {
 	From      string        // the style it was read from: "openai", "anthropic", "ietf", "kong", "ratelimit", "x-ratelimit"
 	Guessed   bool          // its unit is not said: taken for requests, the limiter weighs it (see pace.Reading)
 	Several   bool          // the headers told other windows of the same unit besides (Kong's -Second and -Minute)
+	Coarse    bool          // Reset names a whole second still ahead (a Unix time in seconds, a date): the end lies in that second (see aheadInSeconds)
 }
 
 // known reports whether l tells anything.
@@ -294,6 +295,25 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 func near(t, serverNow time.Time) bool {
 	d := t.Sub(serverNow)
 	return d > -24*time.Hour && d < 400*24*time.Hour
+}
+
+// aheadInSeconds reports whether v, a reset, names a whole second of the
+// clock still ahead of serverNow (a Unix time in seconds, an HTTP-date):
+// the end it tells lies anywhere in that second. Servers cut it down
+// (go-chi/httprate's and ulule/limiter's expiration.Unix(); httprate's
+// windows start at the limiter's own first instant, so its minute ends a
+// fraction into a second): read as the second's start, the lane sent into
+// a window still full at each end, and a minute's Retry-After followed
+// (httprate's 120 a minute started 0.4 s into a second: told 1.06-1.33x,
+// untold 1.65x; see pace.Reading.Coarse).
+func aheadInSeconds(v string, serverNow time.Time) bool {
+	v = strings.TrimSpace(v)
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		t := time.Unix(s, 0)
+		return s >= 1e8 && near(t, serverNow) && t.After(serverNow)
+	}
+	t, ok := parseHTTPDate(v)
+	return ok && t.After(serverNow)
 }
 
 // untilSecondEnds is until for a reset given in whole seconds (a Unix time

@@ -198,3 +198,40 @@ func TestResetSecondCutDown(t *testing.T) {
 		t.Errorf("a reset of now read as %v, want passed", got)
 	}
 }
+
+// TestResetCoarse: a reset naming a whole second of the clock still ahead
+// (a Unix time in seconds, a date) is coarse: the window's end lies
+// anywhere in that second (see pace's widened). A delta, milliseconds, or
+// a second already past (read as its end) is not.
+func TestResetCoarse(t *testing.T) {
+	now := server.Add(400 * time.Millisecond)
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{unixAt(60 * time.Second), true},
+		{server.Add(60 * time.Second).UTC().Format(http.TimeFormat), true},
+		{unixAt(0), false}, // past by 0.4 s: the end of that second already
+		{unixMsAt(60 * time.Second), false},
+		{"60", false},
+		{"1m0s", false},
+	} {
+		for _, names := range [][3]string{
+			{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"},
+			{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"},
+			{"X-RateLimit-Limit-Minute", "X-RateLimit-Remaining-Minute", "X-RateLimit-Reset-Minute"},
+		} {
+			h := http.Header{}
+			h.Set(names[0], "120")
+			h.Set(names[1], "7")
+			h.Set(names[2], tc.v)
+			got := parseLimits(h, nil, now).Requests
+			if got.Coarse != tc.want || !got.Told {
+				t.Errorf("%s: %q read coarse %v (told %v), want %v", names[2], tc.v, got.Coarse, got.Told, tc.want)
+			}
+			if r := reading(got); r.Coarse != tc.want {
+				t.Errorf("%s: %q: the limiter's reading coarse %v, want %v", names[2], tc.v, r.Coarse, tc.want)
+			}
+		}
+	}
+}

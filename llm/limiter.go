@@ -76,7 +76,7 @@ func reading(l limitInfo) pace.Reading {
 		return pace.Reading{}
 	}
 	return pace.Reading{Told: true, Limit: max(l.Limit, 0), Left: max(l.Remaining, 0), Reset: l.Reset,
-		Window: l.Window, Guessed: l.Guessed, Several: l.Several}
+		Window: l.Window, Guessed: l.Guessed, Several: l.Several, Coarse: l.Coarse}
 }
 
 func headerInt(h http.Header, key string) (int, bool) {

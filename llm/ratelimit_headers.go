@@ -66,6 +66,7 @@ func named(h http.Header, f fields, from string, kind resetKind, serverNow time.
 	l.Limit, _ = parseCount(get(h, f.limit))
 	l.Remaining, l.Told = parseCount(get(h, f.left))
 	l.Reset, _ = parseReset(get(h, f.reset), serverNow)
+	l.Coarse = aheadInSeconds(get(h, f.reset), serverNow)
 	return clamp(l)
 }
 
@@ -208,6 +209,7 @@ func kong(h http.Header, of func(kongWindow) fields, draft fields, serverNow tim
 		if l.Reset, ok = parseReset(get(h, f.reset), serverNow); !ok {
 			l.Reset = windowEnd(serverNow, w.name, w.length)
 		}
+		l.Coarse = ok && aheadInSeconds(get(h, f.reset), serverNow)
 		ws = append(ws, clamp(l))
 	}
 	if len(ws) == 0 {
@@ -218,7 +220,7 @@ func kong(h http.Header, of func(kongWindow) fields, draft fields, serverNow tim
 	if reset, ok := parseReset(get(h, draft.reset), serverNow); ok && told {
 		for i, w := range ws {
 			if w.Told && w.Remaining == left && (limit == 0 || w.Limit == limit) {
-				ws[i].Reset = reset
+				ws[i].Reset, ws[i].Coarse = reset, aheadInSeconds(get(h, draft.reset), serverNow)
 				break
 			}
 		}
@@ -289,6 +291,7 @@ func draftInfo(limit, left, reset string, policies []sfMember, from string, serv
 		l.Remaining, l.Told = parseCount(rs[0].value)
 	}
 	l.Reset, _ = parseReset(reset, serverNow)
+	l.Coarse = aheadInSeconds(reset, serverNow)
 	return clamp(l)
 }
 

@@ -17,9 +17,10 @@ type Reading struct {
 	// requests); the lane weighs it against its own counts (see weigh).
 	Guessed bool
 	Several bool // other windows of its unit were told besides, this the one binding now (Kong's -Second and -Minute)
-	// Whether room comes back at a wall, as sends leave a sliding window,
-	// or as a bucket refills, the tracker tells by how resets move: header
-	// styles that speak of buckets (OpenAI's) are sent by windows too.
+	Coarse  bool // Reset names a whole second of the clock (a Unix time in seconds, a date), cut down or rounded (see widened)
+	// Whether room comes back at a wall, as sends leave a sliding window, or as a
+	// bucket refills, the tracker tells by how resets move: header styles
+	// that speak of buckets (OpenAI's) are sent by windows too.
 }
 
 // A window is the tracker of one of the server's windows. The newest
@@ -33,10 +34,9 @@ type Reading struct {
 // counted that the lane sent in the window's length before the reading
 // (the newest sends: older ones had left), until each of those has been in
 // it for the length, what it counted besides (other clients', refusals it
-// counts) until the reset, and what the lane sent since; and it takes the
-// room to come back no faster than a window's worth over the length from
-// the reading (see pace). A bucket is followed as it refills (see level),
-// a sliding counter as it weighs (see counter). Time and the lane's running count of units sent are passed in (it owns it).
+// counts) until the reset, and what the lane sent since; and it takes the room to
+// come back no faster than a window's worth over the length from the reading (see
+// pace). A bucket is followed as it refills (see level), a counter as it weighs.
 type window struct {
 	limit  int           // the server's limit; 0: not known
 	left   float64       // what the newest reading said was left
@@ -51,6 +51,7 @@ type window struct {
 	sized  bool          // limit is the bucket's size its resets show, not the one told (see sizeBucket)
 	most   int           // the most a reading said was left
 	fine   bool          // a reset was given finer than in whole seconds
+	wide   bool          // a reset was read as the end of the whole second it named (see widened)
 	many   bool          // a reading told other windows of its unit besides its own (see toldWindow)
 	length time.Duration // the window's length, when told; 0 otherwise
 	ctr    counter       // a sliding counter's, once its resets tell it is one
@@ -132,7 +133,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 		w.limit = r.Limit
 	}
 	w.most = max(w.most, r.Left)
-	w.fine = w.ctr.note(r.Reset)
+	w.fine = w.ctr.note(w.unit(r))
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.stand(r, reset, sentAt)
@@ -215,13 +216,12 @@ func (w *window) avail(now time.Time, count float64) float64 {
 // no window gives back faster.
 func (w *window) pace() float64 { return w.base / w.span().Seconds() }
 
-// sliding reports whether the window keeps no unit past its length, as
-// far as its resets show: its length is known (told, or a told rate's)
-// and no reset has reached past it, as a sliding counter's does. Room
-// then comes back as each unit leaves, not at pace.
+// sliding reports whether the window keeps no unit past its length, as far as
+// its resets show: its length is known (told, or a told rate's) and no reset has
+// reached past it (a second more where widened, but a counter's), as a counter's does.
 func (w *window) sliding() bool {
 	length := cmp.Or(w.length, w.toldLength())
-	return length > 0 && w.period <= length+w.guard()
+	return length > 0 && (w.period <= length+w.guard() || w.wide && !w.counting() && w.period <= length+time.Second+w.guard())
 }
 
 // level is what a bucket holds at now, at the least: what the reading
