@@ -90,7 +90,7 @@ func TestEstimator(t *testing.T) {
 				[]step{{what: "tick", seen: 1100 * time.Millisecond}}), 8},
 		{"the cut is to a little under what got through over the epoch",
 			newEstimator(97, true, t0), cat(
-				[]step{{what: "send", n: 40}},
+				repeat(40, 0, step{what: "send", n: 1}),
 				repeat(20, 10*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
 				[]step{{what: "refused", send: 1200 * time.Millisecond, seen: 1210 * time.Millisecond, n: 1}},
 				// 40 sent and 20 admitted of those sent by 1.19 s (the
