@@ -204,3 +204,28 @@ func TestEstimatorEpochOfAnInstant(t *testing.T) {
 		t.Errorf("pace = %v, want a tenth or so under the 15,000 sent, not what one instant admitted", e.pace())
 	}
 }
+
+// TestLongAnswersSayEnough: a token pace whose lane's mean request is
+// short says whether it holds by the units its answers weigh, not by their
+// number alone: once only long prompts are left, four of 4,000 tokens
+// admitted over a few spans (32 mean requests of 500) let it step up,
+// where waiting for eight of them took 25 s a step.
+func TestLongAnswersSayEnough(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 1500, span: time.Second, patience: firstPatience}
+	for range 56 { // the short prompts before, 56 of 75 tokens and 8 of 4,000: a mean of 565
+		e.sent(75)
+	}
+	for range 8 {
+		e.sent(4000)
+	}
+	e.ep = epoch{start: t0, judged: t0}
+	for i := range 4 { // one long prompt each 2.7 s, at the pace
+		sent := at(time.Duration(i) * 2700 * time.Millisecond)
+		e.sent(4000)
+		e.admitted(sent.Add(50*time.Millisecond), sent, 4000)
+	}
+	e.tick(at(11 * time.Second))
+	if got := e.pace(); got <= 1500 {
+		t.Errorf("pace after four long prompts admitted at it over 11 s = %v, want a step up from 1500", got)
+	}
+}
