@@ -251,5 +251,8 @@ func (e *estimator) overHeld(rate float64) bool { return e.good > 0 && e.good < 
 // an epoch at its limit: measured there, the pace went to a quarter of
 // the limit and took 85 s to climb back, 2x the reference.) A lumpy epoch
 // is cut as one that held too short to measure, a tenth under the rate
-// sent. Requests are all of one unit: fewer than minAnswers answered.
-func (ep *epoch) lumpy() bool { return ep.admitted+ep.refused < minAnswers*ep.biggest }
+// sent. Requests all weigh alike, and none is lumpy: their shares stand
+// as before (the share refused deepens cuts in a row from two answers on).
+func (ep *epoch) lumpy() bool {
+	return ep.biggest*float64(ep.sends) > ep.sent && ep.admitted+ep.refused < minAnswers*ep.biggest
+}
