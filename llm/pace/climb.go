@@ -172,14 +172,23 @@ func (ep *epoch) answered(now time.Time) {
 // latency later: not refused by then, they were admitted). Before any
 // refusal was seen, its round trip is not known, and only answers count.
 // (Waiting for their answers, an epoch at 3 a second answered 3 s late
-// said nothing for 5.7 s.)
+// said nothing for 5.7 s.) A request admitted counts as many as its units
+// are mean requests of the lane's: a long prompt of 4,000 tokens, where
+// the mean is 500, says of a token pace what eight short ones do. (Once
+// the short prompts were done, a token pace cut to a third of a window of
+// 40,000 a 10 s sent a long one each 3 s, and each step up waited for
+// eight of them: 25 s a step, 3x the reference.)
 func (e *estimator) heard(now time.Time) int {
 	elapsed := now.Sub(e.ep.start) - e.ep.held
+	answers := max(e.ep.answers, int(e.ep.weight))
 	if e.nayTrip == 0 || elapsed <= 0 {
-		return e.ep.answers
+		return answers
 	}
 	// Those sent within a refusal's round trip, at the epoch's rate of
 	// requests (a pace of tokens counts units, not requests).
 	young := int(math.Ceil(float64(e.ep.sends) * min(e.nayTrip.Seconds()/elapsed.Seconds(), 1)))
-	return e.ep.answers + max(e.ep.sends-e.ep.answers-young, 0)
+	return answers + max(e.ep.sends-e.ep.answers-young, 0)
 }
+
+// minUnit is the least a mean request weighs (see epoch.weight).
+const minUnit = 1e-9

@@ -151,7 +151,7 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 	// were too shallow to get under the limit; each goes deeper (a tenth,
 	// a fifth, two fifths, half at most of the rate sent). A few refused
 	// say the pace is only a little over: the measure alone decides.
-	if e.ep.share() >= deepShare {
+	if e.ep.share() >= deepShare && !e.ep.lumpy() {
 		next = min(next, cut.sentRate*max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5))
 	}
 	if e.toldFirst(cut) {
@@ -189,12 +189,12 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 func (e *estimator) bracket(cut pending) (next, bad float64) {
 	next, bad = cutLeast*cut.sentRate, cut.sentRate
 	elapsed := cut.at.Sub(e.ep.start) - e.ep.held
-	enough := e.ep.answers >= minAnswers
+	enough := e.ep.answers >= minAnswers && !e.ep.lumpy()
 	var okRate float64 // what the server admitted over the epoch, if that measures it
 	var open float64   // what it admitted out of a ban's holds, if it may be one
 	measured := false
 	switch {
-	case (enough || e.opening(cut)) && math.IsInf(cut.rate, 1):
+	case (e.ep.answers >= minAnswers || e.opening(cut)) && math.IsInf(cut.rate, 1):
 		e.climbs = 3
 		if cut.fine && !cut.shown && elapsed+cut.hint >= minSpan {
 			// The server's own hint covers the rest of the second: it
@@ -203,7 +203,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 			e.climbs = 0
 		}
 		took := e.ep.admitted
-		if !enough || cut.decideAt.Sub(cut.at) < e.rtt {
+		if e.ep.answers < minAnswers || cut.decideAt.Sub(cut.at) < e.rtt {
 			// Answers slower than the hold (see opening): what was
 			// sent last before the refusal is yet to be answered.
 			took = cut.sent - e.ep.refused
@@ -247,3 +247,18 @@ func (e *estimator) toldFirst(cut pending) bool {
 // overHeld reports whether rate is over a pace held for a span (good):
 // refused there, the rate lies between the two.
 func (e *estimator) overHeld(rate float64) bool { return e.good > 0 && e.good < rate }
+
+// lumpy reports whether the epoch answered too few units for its shares to
+// measure the server: fewer than minAnswers of its biggest request's. A
+// long prompt or two refused outweigh in tokens all the short ones a
+// fraction of a second admitted, and what it admitted says nothing of the
+// rate, only that the long ones did not fit yet. (A token window of 40,000
+// a 10 s, told, refused two prompts of 2,400 and 4,300 tokens 0.7 s into
+// an epoch at its limit: measured there, the pace went to a quarter of
+// the limit and took 85 s to climb back, 2x the reference.) A lumpy epoch
+// is cut as one that held too short to measure, a tenth under the rate
+// sent. Requests all weigh alike, and none is lumpy: their shares stand
+// as before (the share refused deepens cuts in a row from two answers on).
+func (ep *epoch) lumpy() bool {
+	return ep.biggest*float64(ep.sends) > ep.sent && ep.admitted+ep.refused < minAnswers*ep.biggest
+}

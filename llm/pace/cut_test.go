@@ -273,3 +273,28 @@ func TestEstimatorNoiseMeasuredRecently(t *testing.T) {
 		t.Errorf("the epoch holds %d answers after 30 spans held at the ceiling, want a span's", e.ep.answers)
 	}
 }
+
+// TestLumpyEpochCutsLittle: an epoch at a token pace that answered less
+// than minAnswers of its biggest request (short prompts admitted, two long
+// ones refused 0.7 s in) measures nothing of the rate: its refusal cuts a
+// tenth or so, not to a quarter by what the short ones alone came to.
+func TestLumpyEpochCutsLittle(t *testing.T) {
+	for _, ceil := range []float64{4000, math.Inf(1)} {
+		rate := 3800.0
+		e := estimator{ceil: ceil, adapt: true, rate: rate, bad: 3900, downs: 1, span: time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+		for i := range 35 { // 35 short prompts of 75 tokens in 0.7 s
+			sent := at(time.Duration(i) * 20 * time.Millisecond)
+			e.sent(75)
+			e.admitted(sent.Add(50*time.Millisecond), sent, 75)
+		}
+		for i, n := range []float64{2400, 4300} {
+			sent := at(700*time.Millisecond + time.Duration(i)*90*time.Millisecond)
+			e.sent(n)
+			e.refused(sent, sent, n, 0)
+		}
+		e.tick(at(3 * time.Second))
+		if got := e.pace(); got < 0.75*rate {
+			t.Errorf("ceil %v: pace after a lumpy epoch's refusal = %.0f, want a tenth or two under %.0f", ceil, got, rate)
+		}
+	}
+}

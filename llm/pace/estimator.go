@@ -84,6 +84,7 @@ type estimator struct {
 	full       sinceFull     // what the server took since it last refused (see fullRate)
 	measured   bool          // bad is what it took between two refusals (see up)
 	hedge      hedge         // the last cut's, if it went under what was admitted out of holds
+	sends      int           // requests sent in all: with full.sent, the mean request's units (see epoch.weight)
 	ep         epoch
 }
 
@@ -118,6 +119,7 @@ type epoch struct {
 	walled            time.Duration // of that, held at a wall (see wallHold)
 	dry               time.Duration // the longest run of refusals with nothing taken in it, so far
 	judged            time.Time     // when tick last judged it
+	weight            float64       // the requests admitted, each as its units over the lane's mean request's (see heard)
 }
 
 // newEstimator returns an estimator pacing at ceil (units per second,
@@ -131,6 +133,7 @@ func (e *estimator) sent(n float64) {
 	e.ep.sent += n
 	e.full.sent += n
 	e.ep.sends++
+	e.sends++
 	e.ep.biggest = max(e.ep.biggest, n)
 	e.floor = max(e.floor, min(n/60, e.ceil))
 }
@@ -156,6 +159,7 @@ func (e *estimator) admitted(now, sentAt time.Time, n float64) {
 		return
 	}
 	e.ep.admitted += n
+	e.ep.weight += n / max(e.full.sent/float64(max(e.sends, 1)), minUnit)
 	e.ep.answered(now)
 }
 

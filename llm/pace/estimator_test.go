@@ -90,7 +90,7 @@ func TestEstimator(t *testing.T) {
 				[]step{{what: "tick", seen: 1100 * time.Millisecond}}), 8},
 		{"the cut is to a little under what got through over the epoch",
 			newEstimator(97, true, t0), cat(
-				[]step{{what: "send", n: 40}},
+				repeat(40, 0, step{what: "send", n: 1}),
 				repeat(20, 10*time.Millisecond, step{what: "ok", seen: 20 * time.Millisecond, n: 1}),
 				[]step{{what: "refused", send: 1200 * time.Millisecond, seen: 1210 * time.Millisecond, n: 1}},
 				// 40 sent and 20 admitted of those sent by 1.19 s (the
@@ -202,5 +202,30 @@ func TestEstimatorEpochOfAnInstant(t *testing.T) {
 	e.tick(at(time.Second))
 	if e.pace() < 7000 {
 		t.Errorf("pace = %v, want a tenth or so under the 15,000 sent, not what one instant admitted", e.pace())
+	}
+}
+
+// TestLongAnswersSayEnough: a token pace whose lane's mean request is
+// short says whether it holds by the units its answers weigh, not by their
+// number alone: once only long prompts are left, four of 4,000 tokens
+// admitted over a few spans (32 mean requests of 500) let it step up,
+// where waiting for eight of them took 25 s a step.
+func TestLongAnswersSayEnough(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 1500, span: time.Second, patience: firstPatience}
+	for range 56 { // the short prompts before, 56 of 75 tokens and 8 of 4,000: a mean of 565
+		e.sent(75)
+	}
+	for range 8 {
+		e.sent(4000)
+	}
+	e.ep = epoch{start: t0, judged: t0}
+	for i := range 4 { // one long prompt each 2.7 s, at the pace
+		sent := at(time.Duration(i) * 2700 * time.Millisecond)
+		e.sent(4000)
+		e.admitted(sent.Add(50*time.Millisecond), sent, 4000)
+	}
+	e.tick(at(11 * time.Second))
+	if got := e.pace(); got <= 1500 {
+		t.Errorf("pace after four long prompts admitted at it over 11 s = %v, want a step up from 1500", got)
 	}
 }
