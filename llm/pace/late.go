@@ -119,6 +119,16 @@ func (w *window) lateRef(now time.Time, mid, stay time.Duration) (at time.Time, 
 	return t.Add(mid), true
 }
 
+// waiting notes that the oldest request not yet answered went at sent
+// (zero: none): its reading comes as late as now at least. Answered 3 s
+// late, a GCRA's first late probe waited for the first answer, 3 s,
+// though from 1.5 s on it was plain that they came later than its resets.
+func (w *window) waiting(now, sent time.Time) {
+	if !sent.IsZero() {
+		w.lag = max(w.lag, now.Sub(sent))
+	}
+}
+
 // lateRead takes from r, the reading of a request sent at sentAt when the
 // lane's count was seq, what it tells of the stay: of a late probe on its
 // way, and of the sends its stay is measured from (see stayShown).

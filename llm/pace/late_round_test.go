@@ -2,6 +2,7 @@ package pace
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -85,4 +86,37 @@ func TestLateProbeOneOnItsWayOnceStayShown(t *testing.T) {
 	if _, ok := w.lateProbeAt(now, 1); !ok {
 		t.Errorf("the one on its way went 0.2 s after its send, a stay of 0.15 s shown: no probe may go, want one")
 	}
+}
+
+// TestLateProbeBeforeFirstAnswer: a window of 6 told by a refusal at
+// once (its reset 1 s), the lane's 6 others sent at 0 s not answered at
+// 1.6 s: their answers come later than the window's resets, and a late
+// probe may go before the first of them (2.1 s, halfway into a second
+// after the send at 1.6 s), not only once it comes.
+func TestLateProbeBeforeFirstAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Adapt: true})
+		var held []*Permit
+		for range 7 {
+			p, err := l.Acquire(t.Context(), "m", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, p)
+		}
+		held[6].Done(Outcome{Result: Refused, Hint: time.Second,
+			Requests: Reading{Told: true, Limit: 6, Left: 0, Reset: time.Second}})
+		time.Sleep(1600 * time.Millisecond)
+		p, err := l.Acquire(t.Context(), "m", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &l.lane("m").req.win
+		if when, ok := w.lateProbeAt(time.Now(), 1); !ok || !when.Equal(time.Now().Add(500*time.Millisecond)) {
+			t.Errorf("late probe at %v from now (ok %v), want 0.5 s", when.Sub(time.Now()), ok)
+		}
+		for _, p := range append(held[:6], p) {
+			p.Release()
+		}
+	})
 }
