@@ -89,7 +89,7 @@ func (w *window) lateProbeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	case w.late.fails > 0 && now.Sub(w.late.last) < (holdSpans<<(w.late.fails-1))*span:
 		return time.Time{}, false
 	}
-	stay := span - w.guard()
+	stay := w.lasts()
 	if 20*(stay-w.late.least) < stay {
 		return time.Time{}, false // known well enough
 	}
@@ -200,7 +200,7 @@ func (w *window) bound(p lateProbe, r Reading, sentAt time.Time, seq float64) {
 	// probe may have been counted before those that went with it.
 	given := float64(r.Left) - p.refLeft + seq - p.ahead - w.log.countAt(p.ref)
 	more := float64(r.Left) - p.refLeft + w.log.countAt(sentAt) - w.log.countAt(p.ref)
-	most := w.span() - w.guard()
+	most := w.lasts()
 	switch {
 	case given >= held && held > 0:
 		most = min(most, seconds(d*w.base/min(given, w.base)))
@@ -213,7 +213,7 @@ func (w *window) bound(p lateProbe, r Reading, sentAt time.Time, seq float64) {
 			most = min(most, seconds(d*w.base/(given-1)))
 		}
 	}
-	if most < w.span()-w.guard() {
+	if most < w.lasts() {
 		w.late.stay, w.late.fails = most, 0
 		w.late.drop(most)
 	}
