@@ -45,6 +45,16 @@ func (f *flights) send(now time.Time) int64 {
 	return s
 }
 
+// oldest is when the oldest request not yet answered went; zero: none.
+func (f *flights) oldest() time.Time {
+	for s := max(f.ripe, f.next-flightLen); s < f.next; s++ {
+		if r := f.at(s); r != nil && r.state == flying {
+			return r.sent
+		}
+	}
+	return time.Time{}
+}
+
 // at returns request seq, or nil when the log no longer holds it.
 func (f *flights) at(seq int64) *flight {
 	if r := &f.log[seq%flightLen]; seq >= 0 && r.seq == seq && r.state != noFlight {

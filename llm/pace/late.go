@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -17,16 +18,17 @@ import (
 // 3.1x the ideal.
 //
 // A late probe is one request let go while the lane's own sends hold the
-// window full, as far into the stay of the newest of them as a probe goes
-// into a reset (see probeAt). Its reading, however late, tells what the
-// server counted when it went: what it no longer counted of the lane's
-// sends before it had stayed no longer than the time since they went
-// (all of them sent at one instant; of a bucket, which gives back part
-// of them by then, that time over the part given back, as it refills at
-// least evenly). The stay so shown, shorter, is the window's span from
-// then on, and the next probe tests a shorter one still; a probe that
-// shows none shorter, or is refused, makes the next wait holdSpans stays,
-// doubling with each.
+// window full, halfway into the stays it may yet have after a send of
+// the lane's (see lateRef). Its reading, however late, tells what the
+// server counted when it went: against the readings of that send, what
+// the server gave back in between had stayed no longer than the time
+// since (all of it; of a bucket, which gives back part of them by then,
+// that time over the part given back, as it refills at least evenly). The
+// stay so shown, shorter, is the window's span from then on, and the next
+// probe tests a shorter one still; a probe that shows none shorter, or is
+// refused, makes the next wait holdSpans stays, doubling with each. Each
+// probe is a unit past what the tracker lets go, so once a stay is shown
+// one is on its way at a time (see flying).
 type lateProbes struct {
 	stay  time.Duration // the longest a unit stays in the window, as late probes showed; 0: not shown
 	least time.Duration // the least it may stay, as they showed
@@ -55,6 +57,7 @@ const lateFlying = 8
 type lateProbe struct {
 	at, ref time.Time // zero at: none
 	refLeft float64
+	ahead   float64 // units the lane sent at its instant before it
 }
 
 // shorten is the window's length d, or the stay late probes showed if
@@ -74,27 +77,56 @@ func (l *lateProbes) shorten(d time.Duration) time.Duration {
 // a span, or a late probe is on its way (or lost: after twice the longest
 // lag, another may go), or the last showed no shorter stay and the hold
 // since it has not passed.
-func (w *window) lateProbeAt(now time.Time, count, n float64) (at time.Time, ok bool) {
+func (w *window) lateProbeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	span := w.span()
 	switch {
 	case w.limit <= 0 || w.fine || w.period > lateLongest || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall:
 		return time.Time{}, false
 	case w.reset.IsZero() || now.Before(w.reset) || w.lag <= span || n > w.base:
 		return time.Time{}, false
-	case now.Sub(w.late.last) < span || w.late.free(now, w.lag) == nil:
+	case now.Sub(w.late.last) < span || w.late.free(now, w.lag, w.late.flying()) == nil:
 		return time.Time{}, false
 	case w.late.fails > 0 && now.Sub(w.late.last) < (holdSpans<<(w.late.fails-1))*span:
 		return time.Time{}, false
 	}
-	// The newest sends that hold the window leave at back; they went a
-	// span before it.
-	back := w.until(now, count, n)
-	stay := span - w.guard()
+	stay := w.lasts()
 	if 20*(stay-w.late.least) < stay {
 		return time.Time{}, false // known well enough
 	}
-	w.late.ref = back.Add(-span)
-	return w.late.ref.Add((w.late.least + stay) / 2), true
+	return w.lateRef(now, (w.late.least+stay)/2, stay)
+}
+
+// lateRef is when a late probe testing a stay of mid goes, and the send
+// it is read against (late.ref): the newest that went mid before now or
+// earlier, unless it went so long before that the probe tests a stay
+// nearer the one shown than mid; then the first after, mid after it. The
+// time that goes by between a probe and its send is what it tests,
+// whatever was sent between; a probe let go the moment the window had
+// no room, read against the oldest of the sends holding it, tested what
+// the stay before had shown (the stay just shortened to 0.5 s, the lane
+// sent its room at once, and a probe then was 0.44 s from them, a round
+// of answers 3 s late spent for nothing).
+func (w *window) lateRef(now time.Time, mid, stay time.Duration) (at time.Time, ok bool) {
+	if t, ok := w.log.before(now.Add(-mid)); ok && now.Sub(t) < (mid+stay)/2 {
+		w.late.ref = t
+		return now, true
+	}
+	t, ok := w.log.after(now.Add(-mid))
+	if !ok {
+		return time.Time{}, false
+	}
+	w.late.ref = t
+	return t.Add(mid), true
+}
+
+// waiting notes that the oldest request not yet answered went at sent
+// (zero: none): its reading comes as late as now at least. Answered 3 s
+// late, a GCRA's first late probe waited for the first answer, 3 s,
+// though from 1.5 s on it was plain that they came later than its resets.
+func (w *window) waiting(now, sent time.Time) {
+	if !sent.IsZero() {
+		w.lag = max(w.lag, now.Sub(sent))
+	}
 }
 
 // lateRead takes from r, the reading of a request sent at sentAt when the
@@ -120,13 +152,34 @@ func (w *window) lateRead(r Reading, sentAt time.Time, seq float64) {
 
 // free returns a place for a late probe, nil if none: those lost (no
 // answer for twice the longest lag) are given up.
-func (l *lateProbes) free(now time.Time, lag time.Duration) *lateProbe {
+func (l *lateProbes) free(now time.Time, lag time.Duration, most int) *lateProbe {
+	var place *lateProbe
 	for i := range l.fly {
-		if p := &l.fly[i]; p.at.IsZero() || now.Sub(p.at) > 2*lag {
-			return p
+		switch p := &l.fly[i]; {
+		case p.at.IsZero() || now.Sub(p.at) > 2*lag:
+			place = cmp.Or(place, p)
+		default:
+			most--
 		}
 	}
-	return nil
+	if most <= 0 {
+		return nil
+	}
+	return place
+}
+
+// flying is how many late probes may be on their way at once: lateFlying
+// while the lane holds to its log, one once a stay is shown. Each goes
+// a unit past what the tracker lets go, and, sent as the lane's own
+// sends fill the window each span, one each span went a seventh past a
+// window of 6 (a GCRA of 20 a second, paced at its stay, 0.3 s, is
+// drained so: refused at 13 s, the pace cut to 12 a second, 1.5-1.9x in
+// one run in five).
+func (l *lateProbes) flying() int {
+	if l.stay > 0 {
+		return 1
+	}
+	return lateFlying
 }
 
 // bound takes from r, the reading of the late probe p sent at sentAt when
@@ -143,24 +196,40 @@ func (w *window) bound(p lateProbe, r Reading, sentAt time.Time, seq float64) {
 		return
 	}
 	d, held := sentAt.Sub(p.ref).Seconds(), w.base-p.refLeft
-	given := float64(r.Left) - p.refLeft + seq - w.log.countAt(p.ref)
-	most := w.span() - w.guard()
+	// Sent at one instant, requests reach the server in any order: the
+	// probe may have been counted before those that went with it.
+	given := float64(r.Left) - p.refLeft + seq - p.ahead - w.log.countAt(p.ref)
+	more := float64(r.Left) - p.refLeft + w.log.countAt(sentAt) - w.log.countAt(p.ref)
+	most := w.lasts()
 	switch {
 	case given >= held && held > 0:
-		most = min(most, seconds(d*w.base/held))
-	case given < 1:
+		most = min(most, seconds(d*w.base/min(given, w.base)))
+	case more < 1:
 		w.late.fails++
 		return
 	default:
-		w.late.least = max(w.late.least, seconds(d*w.base/(given+1)))
+		w.late.least = max(w.late.least, seconds(d*w.base/(more+1)))
 		if given >= 2 {
 			most = min(most, seconds(d*w.base/(given-1)))
 		}
 	}
-	if most < w.span()-w.guard() {
+	if most < w.lasts() {
 		w.late.stay, w.late.fails = most, 0
+		w.late.drop(most)
 	}
 	w.late.least = min(w.late.least, most)
+}
+
+// drop gives up the late probes on their way that went as long after
+// their sends as stay or longer: whatever they show, it is no shorter,
+// and with one let go at a time once a stay is shown (see flying), they
+// held the next probe a round of answers (2.3 s, answered 3 s late).
+func (l *lateProbes) drop(stay time.Duration) {
+	for i := range l.fly {
+		if p := &l.fly[i]; !p.at.IsZero() && p.at.Sub(p.ref) >= stay {
+			p.at = time.Time{}
+		}
+	}
 }
 
 // seconds is s seconds as a Duration, rounded up.
@@ -169,8 +238,9 @@ func seconds(s float64) time.Duration { return time.Duration(math.Ceil(s * float
 // lateSent notes that a late probe went at now, its stay measured from
 // the oldest of the sends that held the window full.
 func (w *window) lateSent(now time.Time) {
-	if p := w.late.free(now, w.lag); p != nil {
-		*p = lateProbe{at: now, ref: w.late.ref, refLeft: math.MaxInt32}
+	if p := w.late.free(now, w.lag, lateFlying); p != nil {
+		ahead := w.log.countAt(now) - w.log.countAt(now.Add(-1))
+		*p = lateProbe{at: now, ref: w.late.ref, refLeft: math.MaxInt32, ahead: ahead}
 	}
 	w.late.last = now
 }

@@ -31,7 +31,7 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 	at, may := w.probeAt(now, n+kept)
 	w.late.due = false
 	if !may {
-		at, may = w.lateProbeAt(now, count, n+kept)
+		at, may = w.lateProbeAt(now, n+kept)
 		w.late.due = may
 	}
 	switch {

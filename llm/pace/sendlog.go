@@ -61,3 +61,22 @@ func (l *sendLog) last() time.Time {
 	}
 	return l.at[len(l.at)-1]
 }
+
+// before is when the newest send at t or before it went; ok is false if
+// none is kept.
+func (l *sendLog) before(t time.Time) (at time.Time, ok bool) {
+	i := sort.Search(len(l.at), func(i int) bool { return l.at[i].After(t) })
+	if i == 0 {
+		return time.Time{}, false
+	}
+	return l.at[i-1], true
+}
+
+// after is when the oldest send after t went; ok is false if none is.
+func (l *sendLog) after(t time.Time) (at time.Time, ok bool) {
+	i := sort.Search(len(l.at), func(i int) bool { return l.at[i].After(t) })
+	if i == len(l.at) {
+		return time.Time{}, false
+	}
+	return l.at[i], true
+}

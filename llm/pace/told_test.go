@@ -73,3 +73,20 @@ func TestEstimatorToldNotHalvedBeforeAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestToldShortLengthGuard: told 20 a second of a window of 6 whose
+// resets are whole seconds, a unit stays 0.3 s, and the guard is a
+// fiftieth of that: 0.306 s (0.32 s paced the lane at 1.06x). Told 12 a
+// second, the length is half the resets, as a sliding counter's may be,
+// and keeps their guard; told 6, the length is the reset's.
+func TestToldShortLengthGuard(t *testing.T) {
+	for _, c := range []struct {
+		told float64
+		want time.Duration
+	}{{20, 306 * time.Millisecond}, {12, 520 * time.Millisecond}, {6, 1020 * time.Millisecond}} {
+		w := &window{limit: 6, base: 6, period: time.Second, told: c.told}
+		if got := w.span(); got != c.want {
+			t.Errorf("told %v a second: span %v, want %v", c.told, got, c.want)
+		}
+	}
+}

@@ -69,26 +69,6 @@ type window struct {
 	late   lateProbes    // what probes of a window answered later than its resets showed (see late.go)
 }
 
-// guard is allowed for the way to the server: a reset counted from when a
-// request was sent is a little early against the server's clock.
-func (w *window) guard() time.Duration { return min(50*time.Millisecond, w.period/50) }
-
-// span is how long a unit stays in the window at most: its told length, a
-// sliding counter's, the length a told rate gives it, else the longest
-// reset seen; the guard added.
-func (w *window) span() time.Duration {
-	return w.late.shorten(cmp.Or(w.length, w.ctr.length, w.toldLength(), w.period)) + w.guard()
-}
-
-// toldLength is the length a told rate gives a window of a limit said
-// (its limit over the rate), at most the longest reset seen; 0 if not known.
-func (w *window) toldLength() time.Duration {
-	if w.told <= 0 || w.limit <= 0 {
-		return 0
-	}
-	return min(time.Duration(float64(w.limit)/w.told*float64(time.Second)), w.period)
-}
-
 // sent records that the lane's count reached count at now. The log keeps
 // three spans back from the oldest request a reading may yet come for (a
 // counter weighs the window before the one its request went in, and the
