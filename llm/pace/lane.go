@@ -54,6 +54,7 @@ func newLane(l *Limiter, model string) *lane {
 	ln.gate.policy = newConcurrency(l.cfg.Concurrency, l.cfg.Adapt && l.cfg.RPM <= 0, now)
 	ln.req.win.told = float64(l.cfg.RPM) / 60
 	ln.tok.win.told = float64(l.cfg.TPM) / 60
+	ln.tok.win.late.off = true // late probes are of requests (see lateProbes)
 	ln.tok.minute = perMinute(l.ceiling(l.cfg.TPM))
 	ln.req.opening = l.opening(l.cfg.RPM)
 	ln.req.sync(now, 1)

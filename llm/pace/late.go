@@ -37,6 +37,11 @@ type lateProbes struct {
 	fails int       // late probes in a row that showed no shorter stay
 	due   bool      // the probe roomOrProbe last let go is a late one (see probeSent)
 	ref   time.Time // when the oldest of the sends that held the window full, as lateProbeAt last saw them, went
+	// off: none go (the token window's: a probe there is a prompt's
+	// tokens past the tracker, and on a sliding log of tokens answered
+	// 1.5 s late each was refused and showed nothing, 1.05x -> 1.17x the
+	// reference with runs to 1.87x).
+	off bool
 }
 
 // lateLongest is the longest reset a window late probes look into may
@@ -70,7 +75,7 @@ func (l *lateProbes) shorten(d time.Duration) time.Duration {
 }
 
 // lateProbeAt is when n units may go as a late probe; ok is false if
-// they may not: the window's kind is known, or its length told, or its
+// they may not: late probes are off, or the window's kind is known, or its length told, or its
 // resets longer than lateLongest or finer than whole seconds (which tell a bucket by their moves,
 // see judge, and a sliding log, probed so, refused each), or the
 // reading held has not reached its reset, or readings come no later than
@@ -80,7 +85,7 @@ func (l *lateProbes) shorten(d time.Duration) time.Duration {
 func (w *window) lateProbeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	span := w.span()
 	switch {
-	case w.limit <= 0 || w.fine || w.period > lateLongest || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall:
+	case w.late.off || w.limit <= 0 || w.fine || w.period > lateLongest || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall:
 		return time.Time{}, false
 	case w.reset.IsZero() || now.Before(w.reset) || w.lag <= span || n > w.base:
 		return time.Time{}, false

@@ -30,7 +30,11 @@ func (b *testBucket) take(sent time.Duration) (Reading, bool) {
 // it returns the window, what was sent in the run's last half, and how
 // many were refused.
 func lateRun(srv *testBucket, lag, run time.Duration) (w *window, late float64, refused int) {
-	w = &window{}
+	return lateRunOn(&window{}, srv, lag, run)
+}
+
+// lateRunOn is lateRun through w.
+func lateRunOn(w *window, srv *testBucket, lag, run time.Duration) (_ *window, late float64, refused int) {
 	type pending struct {
 		r    Reading
 		sent time.Duration
@@ -99,6 +103,20 @@ func TestLateProbeNotForTimelyAnswers(t *testing.T) {
 	w, _, _ := lateRun(srv, 50*time.Millisecond, 20*time.Second)
 	if !w.late.last.IsZero() || w.late.stay != 0 {
 		t.Errorf("late probe went at %v, stay %v; want none", w.late.last, w.late.stay)
+	}
+}
+
+// TestLateProbesOfRequestsOnly: the token window sends no late probe (a
+// prompt's tokens past the tracker, refused on a sliding log of tokens
+// answered late), and a lane's request window may.
+func TestLateProbesOfRequestsOnly(t *testing.T) {
+	ln := newLane(New(Config{Adapt: true}), "m")
+	if !ln.tok.win.late.off || ln.req.win.late.off {
+		t.Fatalf("late probes off: tokens %v, requests %v; want true, false", ln.tok.win.late.off, ln.req.win.late.off)
+	}
+	w, late, _ := lateRunOn(&window{late: lateProbes{off: true}}, &testBucket{size: 6, rate: 20, level: 6}, 3*time.Second, 40*time.Second)
+	if !w.late.last.IsZero() || late/20 > 7 {
+		t.Errorf("off, a late probe went at %v and %.1f a second in the second half; want none, and the own log's 6", w.late.last, late/20)
 	}
 }
 
