@@ -167,3 +167,32 @@ func TestProbeBesidesKept(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCounterFromCoarseResets: throttled's GCRA of 20 a second with a
+// burst of 5 tells X-RateLimit-Limit 6 and, as its reset, the time until
+// it is full rounded up to whole seconds: 1 s while it holds anything.
+// Told 20 a second, that limit gives a window of 0.3 s, and a reset of
+// 1 s is more than one and a half of it; but a reset told in whole
+// seconds cannot place a window shorter than a second, and the lane, taking
+// a counter of 6 per 0.3 s, held itself to 5 of them, 0.83 of the told
+// rate (throttled told, 1.19x the ideal).
+func TestNoCounterFromCoarseResets(t *testing.T) {
+	w := window{told: 20}
+	tat := time.Duration(0) // the server's theoretical arrival time
+	const T, tau = 50 * time.Millisecond, 250 * time.Millisecond
+	for i := range 100 {
+		sent := time.Duration(i) * 48 * time.Millisecond // a little over its rate
+		next := max(tat, sent) + T
+		left := 0
+		if next-sent <= tau+T {
+			tat = next
+			left = int((tau + T - (tat - sent)) / T)
+		}
+		reset := (tat - sent + time.Second - 1).Truncate(time.Second)
+		w.sent(at(sent), float64(i+1))
+		w.read(Reading{Told: true, Limit: 6, Left: left, Reset: reset}, at(sent), at(sent+50*time.Millisecond), float64(i+1))
+	}
+	if w.ctr.length != 0 {
+		t.Errorf("taken for a counter of %v", w.ctr.length)
+	}
+}
