@@ -27,12 +27,7 @@ func (e *estimator) decide(now time.Time) {
 		// with the tracker following the window the refusals tell:
 		// what the server took shows its rate; above it lies refusal.
 		e.noise.record(now, cut.sentRate, cut.rate, &e.ep)
-		if cut.stayed {
-			// No lower than the stay late probes showed admits: what
-			// the server took meanwhile is what a lane still finding
-			// it sent.
-			r = max(r, min(cut.tracked, cut.rate))
-		}
+		r = cut.stayFloor(r)
 		e.bad, e.climbs, e.downs, e.measured, e.sinceProbe = r, 0, 1, measured, 0
 		e.shift(now, max(cutTo*r, minRate, e.floor))
 		return
@@ -73,6 +68,16 @@ func (e *estimator) decide(now time.Time) {
 	e.downs++
 	e.bad, e.held, e.sinceProbe = bad, 0, 0
 	e.shift(now, max(next, e.least(cut)))
+}
+
+// stayFloor is r, no lower than the rate the stay late probes showed
+// admits, where they showed one: what the server took meanwhile is what a
+// lane still finding it sent.
+func (c pending) stayFloor(r float64) float64 {
+	if c.stayed {
+		return max(r, min(c.tracked, c.rate))
+	}
+	return r
 }
 
 // hinted returns, for the first refusal of all (no pace yet), the
