@@ -83,7 +83,7 @@ type limitInfo struct {
 	From      string        // the style it was read from: "openai", "anthropic", "ietf", "kong", "ratelimit", "x-ratelimit"
 	Guessed   bool          // its unit is not said: taken for requests, the limiter weighs it (see pace.Reading)
 	Several   bool          // the headers told other windows of the same unit besides (Kong's -Second and -Minute)
-	Coarse    bool          // Reset names a whole second still ahead (a Unix time in seconds, a date): the end lies in that second (see aheadInSeconds)
+	Coarse    bool          // Reset names a whole second still ahead (a Unix time in seconds, a date): the end lies in that second (see untilSecondEnds)
 }
 
 // known reports whether l tells anything.
@@ -262,15 +262,22 @@ func until(t, serverNow time.Time) (time.Duration, bool) { return believable(t.S
 // that second (see untilSecondEnds). Seconds from maxHint to 10^9 fit
 // neither and are not told.
 func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
+	d, _, ok := readReset(v, serverNow)
+	return d, ok
+}
+
+// readReset is parseReset, and reports too whether the reset is coarse:
+// a whole second of the clock still ahead (see untilSecondEnds).
+func readReset(v string, serverNow time.Time) (d time.Duration, coarse, ok bool) {
 	if v = strings.TrimSpace(v); v == "" {
-		return 0, false
+		return 0, false, false
 	}
 	if d, err := time.ParseDuration(v); err == nil {
-		return believable(d)
+		return fine(believable(d))
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
 		if s < 1e8 { // a delta in seconds; over three years' worth, a time
-			return hint(s, time.Second)
+			return fine(hint(s, time.Second))
 		}
 		// Unix seconds or milliseconds: whichever is near the server's
 		// now (a clock set to 2000, say, has Unix times under 1e9).
@@ -278,42 +285,26 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 			return untilSecondEnds(t, serverNow)
 		}
 		if t := time.UnixMilli(int64(s)); near(t, serverNow) {
-			return until(t, serverNow)
+			return fine(until(t, serverNow))
 		}
-		return 0, false
+		return 0, false, false
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return until(t, serverNow)
+		return fine(until(t, serverNow))
 	}
 	if t, ok := parseHTTPDate(v); ok {
 		return untilSecondEnds(t, serverNow)
 	}
-	return 0, false
+	return 0, false, false
 }
+
+// fine is a reset read as told, not coarse.
+func fine(d time.Duration, ok bool) (time.Duration, bool, bool) { return d, false, ok }
 
 // near reports whether t is near enough serverNow to be a reset.
 func near(t, serverNow time.Time) bool {
 	d := t.Sub(serverNow)
 	return d > -24*time.Hour && d < 400*24*time.Hour
-}
-
-// aheadInSeconds reports whether v, a reset, names a whole second of the
-// clock still ahead of serverNow (a Unix time in seconds, an HTTP-date):
-// the end it tells lies anywhere in that second. Servers cut it down
-// (go-chi/httprate's and ulule/limiter's expiration.Unix(); httprate's
-// windows start at the limiter's own first instant, so its minute ends a
-// fraction into a second): read as the second's start, the lane sent into
-// a window still full at each end, and a minute's Retry-After followed
-// (httprate's 120 a minute started 0.4 s into a second: told 1.06-1.33x,
-// untold 1.65x; see pace.Reading.Coarse).
-func aheadInSeconds(v string, serverNow time.Time) bool {
-	v = strings.TrimSpace(v)
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		t := time.Unix(s, 0)
-		return s >= 1e8 && near(t, serverNow) && t.After(serverNow)
-	}
-	t, ok := parseHTTPDate(v)
-	return ok && t.After(serverNow)
 }
 
 // untilSecondEnds is until for a reset given in whole seconds (a Unix time
@@ -327,11 +318,21 @@ func aheadInSeconds(v string, serverNow time.Time) bool {
 // (TestZooForeign). A server that rounds up writes no reset in the past
 // but for an answer slower than what was left of the window: then the
 // lane holds for what is left of that second.
-func untilSecondEnds(t, serverNow time.Time) (time.Duration, bool) {
+//
+// One still ahead is coarse: the end it tells lies anywhere in that
+// second. Servers cut it down (go-chi/httprate's and ulule/limiter's
+// expiration.Unix(); httprate's windows start at the limiter's own first
+// instant, so its minute ends a fraction into a second): read as the
+// second's start, the lane sent into a window still full at each end, and
+// a minute's Retry-After followed (httprate's 120 a minute started 0.4 s
+// into a second: told 1.06-1.33x, untold 1.65x; see pace.Reading.Coarse).
+func untilSecondEnds(t, serverNow time.Time) (d time.Duration, coarse, ok bool) {
+	ahead := t.After(serverNow)
 	if d := serverNow.Sub(t); d > 0 && d < time.Second {
 		t = t.Add(time.Second)
 	}
-	return until(t, serverNow)
+	d, ok = until(t, serverNow)
+	return d, ahead && ok, ok
 }
 
 // parseDuration reads a Go duration ("1.5s", "3m0s") when it is positive

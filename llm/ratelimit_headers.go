@@ -65,8 +65,7 @@ func named(h http.Header, f fields, from string, kind resetKind, serverNow time.
 	l := limitInfo{From: from, Kind: kind}
 	l.Limit, _ = parseCount(get(h, f.limit))
 	l.Remaining, l.Told = parseCount(get(h, f.left))
-	l.Reset, _ = parseReset(get(h, f.reset), serverNow)
-	l.Coarse = aheadInSeconds(get(h, f.reset), serverNow)
+	l.Reset, l.Coarse, _ = readReset(get(h, f.reset), serverNow)
 	return clamp(l)
 }
 
@@ -206,10 +205,9 @@ func kong(h http.Header, of func(kongWindow) fields, draft fields, serverNow tim
 			continue
 		}
 		var ok bool
-		if l.Reset, ok = parseReset(get(h, f.reset), serverNow); !ok {
+		if l.Reset, l.Coarse, ok = readReset(get(h, f.reset), serverNow); !ok {
 			l.Reset = windowEnd(serverNow, w.name, w.length)
 		}
-		l.Coarse = ok && aheadInSeconds(get(h, f.reset), serverNow)
 		ws = append(ws, clamp(l))
 	}
 	if len(ws) == 0 {
@@ -217,10 +215,10 @@ func kong(h http.Header, of func(kongWindow) fields, draft fields, serverNow tim
 	}
 	limit, _ := parseCount(get(h, draft.limit))
 	left, told := parseCount(get(h, draft.left))
-	if reset, ok := parseReset(get(h, draft.reset), serverNow); ok && told {
+	if reset, coarse, ok := readReset(get(h, draft.reset), serverNow); ok && told {
 		for i, w := range ws {
 			if w.Told && w.Remaining == left && (limit == 0 || w.Limit == limit) {
-				ws[i].Reset, ws[i].Coarse = reset, aheadInSeconds(get(h, draft.reset), serverNow)
+				ws[i].Reset, ws[i].Coarse = reset, coarse
 				break
 			}
 		}
@@ -290,8 +288,7 @@ func draftInfo(limit, left, reset string, policies []sfMember, from string, serv
 	if rs := parseSF(left); len(rs) > 0 {
 		l.Remaining, l.Told = parseCount(rs[0].value)
 	}
-	l.Reset, _ = parseReset(reset, serverNow)
-	l.Coarse = aheadInSeconds(reset, serverNow)
+	l.Reset, l.Coarse, _ = readReset(reset, serverNow)
 	return clamp(l)
 }
 

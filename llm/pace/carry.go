@@ -25,11 +25,11 @@ func (w *window) carries(r Reading, sentAt time.Time, seq float64) (time.Duratio
 	}
 	end := w.reset.Add(-w.guard()) // the end held, as the server told it
 	d := sentAt.Add(r.Reset).Sub(end)
-	if sentAt.Before(end.Add(-w.slack(r))) || d < 20*time.Second || 4*sentAt.Sub(end) > d {
+	if sentAt.Before(end.Add(-slack(r))) || d < 20*time.Second || 4*sentAt.Sub(end) > d {
 		return 0, false // not early in a long window after the end held
 	}
-	atEnd := w.log.countAt(end.Add(-1))                       // the sends at the end go in the new window
-	before := atEnd - w.log.countAt(end.Add(-d-w.slack(r)-1)) // a widened end lies a second late (see widened)
+	atEnd := w.log.countAt(end.Add(-1))                     // the sends at the end go in the new window
+	before := atEnd - w.log.countAt(end.Add(-d-slack(r)-1)) // a widened end lies a second late (see widened)
 	into := min(max(sentAt.Sub(end), 0).Seconds()/d.Seconds(), 1)
 	want := before * (1 - into)
 	carry := float64(max(w.limit, r.Limit)-r.Left) - (seq - atEnd)

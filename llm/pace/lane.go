@@ -208,9 +208,7 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	if ln.keeper != nil && ln.keeper != t && !ln.keeper.passing {
 		kept = ln.keeper.tokens
 	}
-	oldest := ln.gate.policy.log.oldest()
-	ln.req.win.waiting(now, oldest)
-	ln.tok.win.waiting(now, oldest)
+	ln.req.win.waiting(now, ln.gate.policy.log.oldest()) // for late probes, of requests only
 	okR, dR, probeR := ln.req.win.roomOrProbe(now, ln.req.count, 1, 0)
 	okT, dT, probeT := true, time.Duration(0), false
 	okS, dS := true, time.Duration(0)

@@ -17,9 +17,11 @@ const coarseLong = 10 * time.Second
 // untold 1.65x). Read so, a server that rounds up costs the lane at most a
 // second's wait at each end, a tenth of a window of 10 s, a sixtieth of a
 // minute's; on shorter windows whole seconds place no end (see counter's
-// tick) and a second's wait would cost more than it saves.
+// tick) and a second's wait would cost more than it saves. Coarse then
+// says whether r was widened.
 func (w *window) widened(r Reading) Reading {
-	if r.Coarse && r.Told && max(w.period, r.Reset) >= coarseLong {
+	r.Coarse = r.Coarse && r.Told && max(w.period, r.Reset) >= coarseLong
+	if r.Coarse {
 		r.Reset += time.Second
 	}
 	return r
@@ -31,16 +33,16 @@ func (ln *lane) widen(o *Outcome) {
 		w *window
 		r *Reading
 	}{{&ln.req.win, &o.Requests}, {&ln.tok.win, &o.TokenWindow}} {
-		was := q.r.Reset
 		*q.r = q.w.widened(*q.r)
-		q.w.wide = q.w.wide || q.r.Reset != was
+		q.w.wide = q.w.wide || q.r.Coarse
 	}
 }
 
-// slack is how early the end a reading such as r tells may be: a second
-// where it was widened (the end lies in the second before), else none.
-func (w *window) slack(r Reading) time.Duration {
-	if r.Coarse && r.Told && max(w.period, r.Reset-time.Second) >= coarseLong {
+// slack is how early the end a reading such as r, widened, tells may be:
+// a second where it was widened (the end lies in the second before), else
+// none.
+func slack(r Reading) time.Duration {
+	if r.Coarse {
 		return time.Second
 	}
 	return 0
@@ -51,8 +53,8 @@ func (w *window) slack(r Reading) time.Duration {
 // whatever the fraction counting it from the local now gave it. (On
 // shorter windows, whole seconds so taken made the lane hold a sliding
 // counter of 20 a second, told GitHub's way, a tick at each end: 1.6x.)
-func (w *window) unit(r Reading) time.Duration {
-	if w.slack(r) > 0 {
+func unit(r Reading) time.Duration {
+	if r.Coarse {
 		return time.Second
 	}
 	return r.Reset

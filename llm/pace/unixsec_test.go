@@ -26,7 +26,7 @@ func TestWidenedCoarseResets(t *testing.T) {
 		if got.Reset != tc.want {
 			t.Errorf("%s: reset read as %v, want %v", tc.name, got.Reset, tc.want)
 		}
-		if w.ctr.note(w.unit(got)); w.ctr.tick != tc.tick {
+		if w.ctr.note(unit(got)); w.ctr.tick != tc.tick {
 			t.Errorf("%s: resets' unit %v, want %v", tc.name, w.ctr.tick, tc.tick)
 		}
 	}

@@ -17,7 +17,7 @@ type Reading struct {
 	// requests); the lane weighs it against its own counts (see weigh).
 	Guessed bool
 	Several bool // other windows of its unit were told besides, this the one binding now (Kong's -Second and -Minute)
-	Coarse  bool // Reset names a whole second of the clock (a Unix time in seconds, a date), cut down or rounded (see widened)
+	Coarse  bool // Reset names a whole second of the clock (a Unix time in seconds, a date), cut down or rounded; once the lane has read it, whether it was widened (see widened)
 	// Whether room comes back at a wall, as sends leave a sliding window, or as a
 	// bucket refills, the tracker tells by how resets move: header styles
 	// that speak of buckets (OpenAI's) are sent by windows too.
@@ -113,7 +113,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 		w.limit = r.Limit
 	}
 	w.most = max(w.most, r.Left)
-	w.fine = w.ctr.note(w.unit(r))
+	w.fine = w.ctr.note(unit(r))
 	w.length = max(w.length, r.Window)
 	w.judge(r, sentAt)
 	w.stand(r, reset, sentAt)
