@@ -152,6 +152,7 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 		next, bad = cutTo*r, min(bad, r)
 	}
 	next, bad = e.measuredCut(cut, next, bad)
+	next = e.confirmed(cut, next)
 	// Cut after cut with no step up between, with much refused: the cuts
 	// were too shallow to get under the limit; each goes deeper (a tenth,
 	// a fifth, two fifths, half at most of the rate sent). A few refused
@@ -226,6 +227,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 		okRate, measured = e.ep.admitted/max(cut.at.Sub(e.ep.start)-e.rtt, minSpan).Seconds(), true
 		if e.ep.walled > 0 && e.ep.dry < dryMost && elapsed >= e.span {
 			open = e.ep.admitted / max(elapsed-e.rtt, minSpan).Seconds()
+			okRate = e.windowRate(okRate, cut.at.Sub(e.ep.start), cut.at)
 		}
 	case enough && elapsed >= e.span:
 		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true

@@ -103,6 +103,7 @@ type pending struct {
 	dry            time.Duration // how long the server had taken nothing since a refusal (see dryRate)
 	tracked        float64       // see estimator.tracked
 	stayed         bool          // see estimator.stayed
+	hedge          hedge         // the hedge it was sent under (see confirmed)
 }
 
 // epoch is what was sent at one pace since start, and what came of it.
@@ -219,7 +220,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 	e.long.held.add(now, min(hold, maxSpan).Seconds())
 	e.charge(now, hold, hint, drains)
 	e.cut = pending{decideAt: now.Add(hold), at: now, sentRate: e.sentRate(now), rate: e.rate,
-		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked, stayed: e.stayed}
+		sent: e.ep.sent, sends: e.ep.sends, n: n, hint: hint, shown: e.shown, fine: e.fine, tracked: e.tracked, stayed: e.stayed, hedge: e.hedge}
 	e.markFull(sentAt, min(hold, maxSpan))
 	e.runCut = hint == 0 && math.IsInf(e.ceil, 1) // told, the first cut is small (see bounded)
 	e.dryCut = dry >= lockout || (e.runCut && e.full.walled(n))

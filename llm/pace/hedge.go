@@ -5,10 +5,11 @@ import "time"
 // A hedge: a cut under what the server admitted out of its holds, to the
 // rate over them (see bracket). A run of refusals with nothing taken,
 // after a window's worth, is as likely a longer window's wall as a ban:
-// the cut takes the window's rate. A pace over that rate which the
-// server keeps up for longer than such a window allows shows it was a
-// ban, and the pace goes back to what the cut would have been without
-// the hedge.
+// the cut takes the window's rate (see windowRate). A pace over that rate
+// which the server keeps up for longer than such a window allows shows it
+// was a ban, and the pace goes back to what the cut would have been
+// without the hedge; one refused sooner shows it was the window (see
+// confirmed).
 type hedge struct {
 	rate   float64       // the rate over the holds, the window's if it was one; 0: no hedge
 	window time.Duration // how long that window would be: the epoch refused, holds and all
@@ -41,4 +42,42 @@ func (e *estimator) unhedged(now time.Time) (float64, bool) {
 	}
 	e.hedge = hedge{}
 	return h.back, true
+}
+
+// windowRate is the rate r of a window as long as the epoch refused (d),
+// as the hedge takes it, or more where the lane's history shows that
+// window shorter: it holds what the server took before its first
+// refusal (its burst), and no stretch of the lane's answers longer than
+// it holds more than that. (A sliding log of 100 a 5 s, sent 100 a
+// second once it reopened, took nothing for 4 s after; the epoch refused
+// at 25 a second after it took 100 in 8.6 s, and the hedge cut to 11 a
+// second, where any 5.2 s held no more than 100.)
+func (e *estimator) windowRate(r float64, d time.Duration, at time.Time) float64 {
+	b := e.full.burst
+	if b <= 0 {
+		return r
+	}
+	if w := e.long.got.longest(b, d, at); w >= minSpan {
+		return max(r, b/w.Seconds())
+	}
+	return r
+}
+
+// confirmed bounds the cut of a refusal at a pace over the rate of the
+// hedge it was sent under, in an epoch that admitted no more than a window
+// at that rate lets through (see unhedged): the window the hedge took as
+// likely as a ban is the server's, since a ban's window would have let the
+// pace through, and the cut goes a little under the window's rate, not a
+// tenth under the probe. (A fixed window of 40 a 2 s, climbing from 1140/min
+// towards 2400/min, was refused at 1654/min and cut to 1489/min, then
+// 1340/min, refused each time.)
+func (e *estimator) confirmed(cut pending, next float64) float64 {
+	h := cut.hedge
+	if h.rate == 0 || cut.sentRate <= h.rate {
+		return next
+	}
+	if held := cut.at.Sub(e.ep.start) - e.ep.held; e.ep.admitted > h.rate*(held+h.window).Seconds() {
+		return next
+	}
+	return min(next, max(cutTo*h.rate, cutDeep*cut.sentRate))
 }

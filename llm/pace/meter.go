@@ -69,3 +69,31 @@ func (l *longRun) rate(now time.Time, span time.Duration) (perSecond float64, ok
 	busy := h - time.Duration(l.held.sum(from, now)*float64(time.Second))
 	return l.got.sum(from, now) / max(busy, minSpan).Seconds(), true
 }
+
+// longest returns the longest horizon, up to most, that no stretch of
+// the meter's memory up to to holds more than limit units in (in whole
+// slots); 0 if one slot does.
+func (m *meter) longest(limit float64, most time.Duration, to time.Time) time.Duration {
+	if m.first.IsZero() || to.Before(m.first) {
+		return 0
+	}
+	hi := slotOf(to)
+	lo := max(slotOf(m.first), hi-int64(len(m.slots))+1)
+	sums := make([]float64, hi-lo+2) // sums[i]: the units in the slots before lo+i
+	for s := lo; s <= hi; s++ {
+		v := 0.0
+		if i := s % int64(len(m.slots)); m.stamp[i] == s {
+			v = m.slots[i]
+		}
+		sums[s-lo+1] = sums[s-lo] + v
+	}
+	h := 1
+	for ; time.Duration(h)*meterSlot <= most && h < len(sums); h++ {
+		for i := h; i < len(sums); i++ {
+			if sums[i]-sums[i-h] > limit {
+				return time.Duration(h-1) * meterSlot
+			}
+		}
+	}
+	return time.Duration(h-1) * meterSlot
+}
