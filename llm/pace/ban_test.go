@@ -108,7 +108,7 @@ func TestFarUnderStepsHalfway(t *testing.T) {
 func TestWallHoldCharges(t *testing.T) {
 	e := newEstimator(math.Inf(1), true, t0)
 	e.cost, e.costAt = quickHold, t0
-	e.wallHold(at(1300*time.Millisecond), 1300*time.Millisecond)
+	e.wallHold(at(1300*time.Millisecond), 1300*time.Millisecond, 1)
 	if want := 2300 * time.Millisecond; e.cost != want {
 		t.Errorf("cost after a hold at a wall 1.3 s into the episode: %v, want %v", e.cost, want)
 	}

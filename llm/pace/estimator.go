@@ -84,6 +84,7 @@ type estimator struct {
 	full       sinceFull     // what the server took since it last refused (see fullRate)
 	measured   bool          // bad is what it took between two refusals (see up)
 	hedge      hedge         // the last cut's, if it went under what was admitted out of holds
+	window     time.Duration // the window the lane's answers show, its burst a window's worth (see windowRate); 0: none
 	sends      int           // requests sent in all: with full.sent, the mean request's units (see epoch.weight)
 	ep         epoch
 }
@@ -201,7 +202,7 @@ func (e *estimator) refused(now, sentAt time.Time, n float64, hint time.Duration
 		// Locked out longer than any second's window, or at a wall (see walled,
 		// outWalled), and cut once in it: refusals until something is
 		// admitted again say nothing more of the rate. Held a span.
-		return e.wallHold(now, dry)
+		return e.wallHold(now, dry, n)
 	}
 	if e.noise.explains(&e.ep) {
 		e.explained = true

@@ -58,6 +58,9 @@ func (e *estimator) windowRate(r float64, d time.Duration, at time.Time) float64
 		return r
 	}
 	if w := e.long.got.longest(b, d, at); w >= minSpan {
+		if b/w.Seconds() > r {
+			e.window = w
+		}
 		return max(r, b/w.Seconds())
 	}
 	return r
@@ -80,4 +83,20 @@ func (e *estimator) confirmed(cut pending, next float64) float64 {
 		return next
 	}
 	return min(next, max(cutTo*h.rate, cutDeep*cut.sentRate))
+}
+
+// windowEnd is the end of a hold at a wall until at, or sooner where the
+// window the lane's answers show (see windowRate) has room again by then:
+// what the lane got in it back from now is under the burst by a request of
+// n. (Cut to 1140/min under a sliding log of 100 a 5 s, the first send was
+// refused 0.5 s before the log's oldest went, and the wall held the lane a
+// span, 2.4 s.)
+func (e *estimator) windowEnd(now, at time.Time, n float64) time.Time {
+	if e.window == 0 {
+		return at
+	}
+	if t, ok := e.long.got.room(e.full.burst-n, e.window, now); ok && t.After(now) && t.Before(at) {
+		return t
+	}
+	return at
 }

@@ -67,6 +67,9 @@ func TestHedgeWindowFromHistory(t *testing.T) {
 	if next < 17 || next > 20 || bad < 24 {
 		t.Errorf("next %.2f/s, bad %.2f/s; want 17-20/s (no 5 s held more than 100), and 25/s", next, bad)
 	}
+	if e.window != 5200*ms {
+		t.Errorf("window shown %v, want 5.2s", e.window)
+	}
 }
 
 // TestMeterLongest: the longest horizon no stretch of the meter holds

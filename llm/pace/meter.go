@@ -97,3 +97,21 @@ func (m *meter) longest(limit float64, most time.Duration, to time.Time) time.Du
 	}
 	return time.Duration(h-1) * meterSlot
 }
+
+// room returns when a window as long as window, holding what the meter
+// counted in it back from now, holds no more than limit: the end of the
+// slot past which what it counted up to now is that little. ok is false
+// if it never does.
+func (m *meter) room(limit float64, window time.Duration, now time.Time) (time.Time, bool) {
+	hi := slotOf(now)
+	total := m.sum(now.Add(-window), now)
+	for s := slotOf(now.Add(-window)); s <= hi && total > limit; s++ {
+		if i := s % int64(len(m.slots)); m.stamp[i] == s {
+			total -= m.slots[i]
+		}
+		if total <= limit {
+			return time.Unix(0, (s+1)*int64(meterSlot)).Add(window), true
+		}
+	}
+	return now, total <= limit
+}

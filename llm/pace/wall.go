@@ -81,7 +81,9 @@ func (e *estimator) wallEnd(now time.Time, dry time.Duration) time.Time {
 }
 
 // wallHold returns the hold of a refusal seen at now in a run at a wall or
-// locked out, cut once in it: until wallEnd. A span is counted as held, as
+// locked out, cut once in it, of n units: until wallEnd, or sooner where
+// the window the lane's answers show has room again (see windowEnd). A
+// span is counted as held, as
 // an episode's hold is (see markFull), the epoch's too, what it adds to the
 // holds before it only (the refusals of requests in flight come in one
 // hold): a window's rate measured over time the lane held through is the
@@ -90,8 +92,9 @@ func (e *estimator) wallEnd(now time.Time, dry time.Duration) time.Time {
 // 2.75x). Short of lockout it is also time at a wall, which a pace's use
 // leaves out (see used); a lockout's is not: counted so, the pace a 10 s
 // ban left looked used and climbed into the next ban (1.35x -> 1.74x).
-func (e *estimator) wallHold(now time.Time, dry time.Duration) time.Duration {
+func (e *estimator) wallHold(now time.Time, dry time.Duration, n float64) time.Duration {
 	f, until := &e.full, e.wallEnd(now, dry)
+	until = e.windowEnd(now, until, n)
 	if extra := now.Add(e.span).Sub(f.wallUntil); extra > 0 {
 		extra = min(extra, e.span)
 		f.held, e.ep.held, f.wallUntil = f.held+extra, e.ep.held+extra, now.Add(e.span)
