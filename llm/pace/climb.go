@@ -146,6 +146,7 @@ func (e *estimator) dryRun(sentAt time.Time) time.Duration {
 	}
 	if d >= lockout {
 		e.stretch(d)
+		e.lockedOut = true
 	}
 	return d
 }

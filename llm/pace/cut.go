@@ -140,12 +140,22 @@ func (e *estimator) goOn(cut pending) {
 }
 
 // bounded is bracket's cut with its bounds: a long horizon refused all
-// along bounds it by what the server let through there; cut after cut
+// along bounds it by what the server let through there (the whole run,
+// while it is shorter than that horizon: see sinceFirst); cut after cut
 // with much refused, it goes deeper; the first at the told limit goes
 // two and a half percent under it.
 func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 	next, bad = e.bracket(cut)
-	if r, ok := e.long.rate(now, e.span); ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
+	r, ok := e.long.rate(now, e.span)
+	if !ok && e.hedge.rate == 0 && e.lockedOut && e.ep.admitted < e.full.burst {
+		// The whole run, once a window longer than a second's showed:
+		// not where the epoch took a whole burst (a window that
+		// reopened whole counts it twice in less than two windows: 200
+		// a 10 s, 1,699/min at 13.9 s), nor under a hedge (a ban's run
+		// lets through less than its window: 1.33x -> 2.28x).
+		r, ok = e.long.sinceFirst(now, e.span)
+	}
+	if ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
 		// Refused all along a horizon of many spans, the server let
 		// through clearly less than was sent: that is its rate, however
 		// each epoch's burst allowance made a pace look held.

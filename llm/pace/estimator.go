@@ -85,6 +85,7 @@ type estimator struct {
 	measured   bool          // bad is what it took between two refusals (see up)
 	hedge      hedge         // the last cut's, if it went under what was admitted out of holds
 	window     time.Duration // the window the lane's answers show, its burst a window's worth (see windowRate); 0: none
+	lockedOut  bool          // a run of refusals has lasted lockout (see dryRun)
 	sends      int           // requests sent in all: with full.sent, the mean request's units (see epoch.weight)
 	ep         epoch
 }

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -70,5 +71,48 @@ func TestLongRunRate(t *testing.T) {
 	}
 	if _, ok := all.rate(now, 2*time.Second); ok {
 		t.Error("a horizon of 16 spans of 2 s, longer than what was seen: ok, want not")
+	}
+}
+
+// TestCutBoundedSinceFirst: a sliding counter of 200 a 10 s took 200 at
+// once, locked the lane out for 6 s and more, and took 59 in the 12 s
+// after, refused all along. The epoch's measure, holds and all, goes no
+// lower than a quarter of the 12,000/min sent; the whole run, 259 in
+// 13.4 s, says 1,160/min, and the cut goes a little under it. Not before
+// a run of refusals has lasted lockout (a second's window says nothing
+// of a whole run's), nor when the epoch took a whole burst (a window that
+// reopened whole counts it twice in the run), nor under a hedge (a ban's
+// run says less than its window lets through).
+func TestCutBoundedSinceFirst(t *testing.T) {
+	ms := time.Millisecond
+	setup := func(lockedOut bool, admitted float64) *estimator {
+		e := newEstimator(math.Inf(1), true, t0)
+		e.rate, e.rtt, e.span, e.full.burst, e.lockedOut = 200, 50*ms, 5940*ms, 200, lockedOut
+		for i := range 200 {
+			e.long.got.add(at(50*ms+time.Duration(i)*750*ms/200), 1)
+		}
+		for i := range 59 {
+			e.long.got.add(at(7*time.Second+time.Duration(i)*6*time.Second/59), 1)
+		}
+		for _, d := range []time.Duration{800, 1050, 1300, 2000, 3000, 4000, 7000, 13200} {
+			e.long.nays.add(at(d*ms), 1)
+		}
+		e.ep = epoch{start: at(1050 * ms), admitted: admitted, refused: 7, answers: 66, nays: 7, sends: 66, sent: 66, held: 11880 * ms}
+		return &e
+	}
+	cut := pending{at: at(13225 * ms), sentRate: 200, rate: 200, n: 1}
+	if next, _ := setup(true, 59).bounded(at(13475*ms), cut); next < 17 || next > 19.3 {
+		t.Errorf("locked out, refused all along: next %.0f/min, want a little under 1,160/min", next*60)
+	}
+	if next, _ := setup(false, 59).bounded(at(13475*ms), cut); next < 49 {
+		t.Errorf("never locked out: next %.0f/min, want a quarter of 12,000/min", next*60)
+	}
+	if next, _ := setup(true, 200).bounded(at(13475*ms), cut); next < 49 {
+		t.Errorf("the epoch took a whole burst: next %.0f/min, want a quarter of 12,000/min", next*60)
+	}
+	hedged := setup(true, 59)
+	hedged.hedge = hedge{rate: 5, window: 12 * time.Second, back: 150}
+	if next, _ := hedged.bounded(at(13475*ms), cut); next < 49 {
+		t.Errorf("hedged: next %.0f/min, want a quarter of 12,000/min", next*60)
 	}
 }
