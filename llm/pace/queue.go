@@ -37,6 +37,7 @@ type turn struct {
 	probe   *window   // the window it goes to probe, past what it held (see roomOrProbe); nil: none
 	waiting bool      // it waits for room in the windows (in waitWindows)
 	passing bool      // it fitted and is on its way to be sent: its room is held for it
+	owed    int       // tokens its turn at the token pace takes when it is sent (see takePaces)
 }
 
 // before reports whether u goes before t when both fit alone but not
