@@ -261,6 +261,10 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 	if t.probe != nil {
 		t.probe.probeSent(now)
 	}
+	if l := ln.tok.lim; l != nil && t.owed > 0 {
+		l.ReserveN(now, min(t.owed, l.Burst()))
+	}
+	t.owed = 0
 	share := ln.share()
 	ln.req.sent(now, 1, share)
 	ln.tok.sent(now, t.tokens, share)

@@ -179,6 +179,25 @@ func TestPatience(t *testing.T) {
 	}
 }
 
+// TestLongPromptKeptAtOnce: a long prompt over half a second of the pace
+// (no two of its size share one) has its room kept at once, its patience
+// not waited; not one under half, nor over a second of it, nor one no
+// longer than twice the lane's mean request.
+func TestLongPromptKeptAtOnce(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for _, tc := range []struct {
+		n, mean float64
+		kept    bool
+	}{{900, 200, true}, {400, 100, false}, {900, 600, false}, {1500, 200, false}} {
+		ln, ts := queued(t0, 0, tc.n)
+		ln.req.count, ln.tok.count = 10, 10*tc.mean
+		ln.keepIfDue(t0, ts[0], 100*time.Millisecond)
+		if kept := ln.keeper == ts[0]; kept != tc.kept {
+			t.Errorf("%v tokens, the mean %v, at a pace of 1,000 a second: kept at once %v, want %v", tc.n, tc.mean, kept, tc.kept)
+		}
+	}
+}
+
 // TestGivingUpWakesThoseAside: a waiter that stepped aside for a bigger
 // one that fits is woken when that one gives up (its ctx cancelled) before
 // it passed, not left to sleep till its timer.

@@ -28,8 +28,13 @@ func (ln *lane) takePaces(ctx context.Context, t *turn) error {
 		// second takes it past that now and then (see
 		// TestDebtBeyondASecond); a debt beyond two seconds' worth, of a
 		// request longer than a second of the pace, it waits out as
-		// every other does.
-		l.ReserveN(now, min(tokens, l.Burst()))
+		// every other does. The debt is taken when it is sent (see
+		// send): room taken meanwhile sends it round again, and debts of
+		// requests not sent held the limiter back from those that were
+		// (told 40,000 tokens a 10 s, the long prompts that fitted at
+		// the opening, all but one sent round, kept the one whose room
+		// was kept from its turn for 2 s).
+		t.owed = min(tokens, l.Burst())
 		ln.mu.Unlock()
 		return nil
 	}

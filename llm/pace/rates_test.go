@@ -190,3 +190,41 @@ func TestToldWindowCutBites(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnSecondDebtTakenWhenSent: the turn at the token pace of a request
+// the own second keeps to it is taken as it is sent, not before: one sent
+// round again (its room taken meanwhile) leaves the rate.Limiter as it
+// was, and holds back none of those sent.
+func TestOwnSecondDebtTakenWhenSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{TPM: 60_000, Concurrency: 8}) // 1,000 a second
+		ln := l.lane("m")
+		now := time.Now()
+		tu := &turn{tokens: 500, seq: ln.queue.next, start: now}
+		ln.queue.next++
+		ln.mu.Lock()
+		ln.join(tu)
+		before := ln.tok.lim.TokensAt(now)
+		ln.mu.Unlock()
+		if err := ln.takePaces(t.Context(), tu); err != nil {
+			t.Fatal(err)
+		}
+		ln.mu.Lock()
+		taken := before - ln.tok.lim.TokensAt(now)
+		ln.mu.Unlock()
+		if taken != 0 {
+			t.Errorf("its turn took %v of the rate.Limiter before it was sent, want 0", taken)
+		}
+		p, _ := ln.send(tu)
+		if p == nil {
+			t.Fatal("not sent")
+		}
+		ln.mu.Lock()
+		taken = before - ln.tok.lim.TokensAt(now)
+		ln.mu.Unlock()
+		if taken != 500 {
+			t.Errorf("sent, it took %v of the rate.Limiter, want 500", taken)
+		}
+		p.Done(Outcome{Result: Admitted})
+	})
+}

@@ -39,7 +39,12 @@ func TestInSecond(t *testing.T) {
 		{name: "fits what the second has left", n: 100, ok: true},
 		{name: "waits for the first send to leave the second", n: 350, wait: 500 * time.Millisecond},
 		{name: "two of them: for the second send", n: 650, wait: 700 * time.Millisecond},
-		{name: "bigger than a second of the pace: left to the rate.Limiter", n: 1500, ok: true},
+		// Up to two seconds of the pace: into a second empty of others
+		// (the 300 sent at 0.4 s leaves at 1.4 s), and a short one waits
+		// with it while its room is kept; bigger: the rate.Limiter's.
+		{name: "bigger than a second of the pace: into an empty second", n: 1500, wait: 900 * time.Millisecond},
+		{name: "a short one waits with a kept one bigger than a second", n: 50, kept: 1500, wait: 900 * time.Millisecond},
+		{name: "over two seconds of the pace: left to the rate.Limiter", n: 2500, ok: true},
 		// The kept request (400) fits at 1 s, when the first 300 leave,
 		// with 0 spare: a short one must not take it, though 100 is free now.
 		{name: "a short one does not take the room kept", n: 50, kept: 400, wait: 500 * time.Millisecond},
