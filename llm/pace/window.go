@@ -66,6 +66,7 @@ type window struct {
 	lag    time.Duration // the longest a reading came after its request went (see sent)
 	began  time.Time     // a fixed window's: when the one of the newest reading began, as the tracker holds its walls (see counted)
 	order  sentOrder     // the readings by the send time of their requests (see reordered)
+	burst  burst         // the sends about the newest reading's, which reached the server in any order (see burst)
 	late   lateProbes    // what probes of a window answered later than its resets showed (see late.go)
 }
 
@@ -90,20 +91,18 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 	w.lateRead(r, sentAt, seq)
 	i := w.order.add(r, sentAt, 3*w.span())
 	w.held.first = cmp.Or(w.held.first, now)
+	bursting := false
+	if r.Told && r.Reset > 0 {
+		r, sentAt, seq, bursting = w.inBurst(r, sentAt, seq) // see burst
+	}
 	if !r.Told || r.Reset <= 0 || sentAt.Before(w.at) {
 		w.older(r, sentAt)
 		w.behind(r, sentAt)
 		w.reordered(i)
 		return
 	}
-	if sentAt.Equal(w.at) && !w.reset.IsZero() && !w.rolled(r, sentAt) {
-		// Sent in the same instant, the requests reached the server in
-		// any order: the reading that counted the most tells the most,
-		// of all the lane sent by the last of them.
-		if held := w.reset.Sub(sentAt) - w.guard(); r.Left > int(w.left) {
-			r.Left, r.Reset = int(w.left), max(r.Reset, held)
-		}
-		seq = max(seq, w.seq)
+	if !bursting {
+		seq = w.burst.open(&w.log, r, sentAt, seq, w.prior(r, sentAt))
 	}
 	reset := sentAt.Add(r.Reset + w.guard())
 	if !reset.After(now) && max(r.Limit, w.limit) <= 0 {
