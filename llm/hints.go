@@ -84,6 +84,18 @@ type limitInfo struct {
 	Guessed   bool          // its unit is not said: taken for requests, the limiter weighs it (see pace.Reading)
 	Several   bool          // the headers told other windows of the same unit besides (Kong's -Second and -Minute)
 	Coarse    bool          // Reset names a whole second still ahead (a Unix time in seconds, a date): the end lies in that second (see untilSecondEnds)
+	Clock     bool          // Reset was written as a time of the clock finer than whole seconds (RFC 3339, Unix milliseconds, Kong's clock-aligned window), not as a delta (see fromSend)
+}
+
+// A resetAt says how a reset was written.
+type resetAt struct {
+	clock  bool // as a time of the clock finer than whole seconds, not a delta
+	coarse bool // as a whole second of the clock still ahead (see untilSecondEnds)
+}
+
+// setReset sets l's reset, and how it was written, from d and at.
+func (l *limitInfo) setReset(d time.Duration, at resetAt) {
+	l.Reset, l.Clock, l.Coarse = d, at.clock, at.coarse
 }
 
 // known reports whether l tells anything.
@@ -266,18 +278,21 @@ func parseReset(v string, serverNow time.Time) (time.Duration, bool) {
 	return d, ok
 }
 
-// readReset is parseReset, and reports too whether the reset is coarse:
-// a whole second of the clock still ahead (see untilSecondEnds).
-func readReset(v string, serverNow time.Time) (d time.Duration, coarse, ok bool) {
+// readReset is parseReset, and reports too how the reset was written: as
+// a time of the clock, and as a whole second of it still ahead (coarse,
+// see untilSecondEnds).
+func readReset(v string, serverNow time.Time) (d time.Duration, at resetAt, ok bool) {
 	if v = strings.TrimSpace(v); v == "" {
-		return 0, false, false
+		return 0, resetAt{}, false
 	}
 	if d, err := time.ParseDuration(v); err == nil {
-		return fine(believable(d))
+		d, ok := believable(d)
+		return d, resetAt{}, ok
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
 		if s < 1e8 { // a delta in seconds; over three years' worth, a time
-			return fine(hint(s, time.Second))
+			d, ok := hint(s, time.Second)
+			return d, resetAt{}, ok
 		}
 		// Unix seconds or milliseconds: whichever is near the server's
 		// now (a clock set to 2000, say, has Unix times under 1e9).
@@ -287,7 +302,7 @@ func readReset(v string, serverNow time.Time) (d time.Duration, coarse, ok bool)
 		if t := time.UnixMilli(int64(s)); near(t, serverNow) {
 			return fine(until(t, serverNow))
 		}
-		return 0, false, false
+		return 0, resetAt{}, false
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return fine(until(t, serverNow))
@@ -295,11 +310,13 @@ func readReset(v string, serverNow time.Time) (d time.Duration, coarse, ok bool)
 	if t, ok := parseHTTPDate(v); ok {
 		return untilSecondEnds(t, serverNow)
 	}
-	return 0, false, false
+	return 0, resetAt{}, false
 }
 
-// fine is a reset read as told, not coarse.
-func fine(d time.Duration, ok bool) (time.Duration, bool, bool) { return d, false, ok }
+// fine is a reset written as a time of the clock finer than its seconds.
+func fine(d time.Duration, ok bool) (time.Duration, resetAt, bool) {
+	return d, resetAt{clock: true}, ok
+}
 
 // near reports whether t is near enough serverNow to be a reset.
 func near(t, serverNow time.Time) bool {
@@ -326,13 +343,13 @@ func near(t, serverNow time.Time) bool {
 // second's start, the lane sent into a window still full at each end, and
 // a minute's Retry-After followed (httprate's 120 a minute started 0.4 s
 // into a second: told 1.06-1.33x, untold 1.65x; see pace.Reading.Coarse).
-func untilSecondEnds(t, serverNow time.Time) (d time.Duration, coarse, ok bool) {
+func untilSecondEnds(t, serverNow time.Time) (d time.Duration, at resetAt, ok bool) {
 	ahead := t.After(serverNow)
 	if d := serverNow.Sub(t); d > 0 && d < time.Second {
 		t = t.Add(time.Second)
 	}
 	d, ok = until(t, serverNow)
-	return d, ahead && ok, ok
+	return d, resetAt{coarse: ahead && ok}, ok
 }
 
 // parseDuration reads a Go duration ("1.5s", "3m0s") when it is positive

@@ -1,8 +1,12 @@
 package llm
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -202,19 +206,22 @@ func TestResetSecondCutDown(t *testing.T) {
 // TestResetCoarse: a reset naming a whole second of the clock still ahead
 // (a Unix time in seconds, a date) is coarse: the window's end lies
 // anywhere in that second (see pace's widened). A delta, milliseconds, or
-// a second already past (read as its end) is not.
+// a second already past (read as its end) is not. A time of the clock
+// finer than seconds is Clock (reading counts it from the send); a delta
+// or a whole second is not (see TestResetFromSend).
 func TestResetCoarse(t *testing.T) {
 	now := server.Add(400 * time.Millisecond)
 	for _, tc := range []struct {
-		v    string
-		want bool
+		v           string
+		want, clock bool
 	}{
-		{unixAt(60 * time.Second), true},
-		{server.Add(60 * time.Second).UTC().Format(http.TimeFormat), true},
-		{unixAt(0), false}, // past by 0.4 s: the end of that second already
-		{unixMsAt(60 * time.Second), false},
-		{"60", false},
-		{"1m0s", false},
+		{unixAt(60 * time.Second), true, false},
+		{server.Add(60 * time.Second).UTC().Format(http.TimeFormat), true, false},
+		{unixAt(0), false, false}, // past by 0.4 s: the end of that second already
+		{unixMsAt(60 * time.Second), false, true},
+		{server.Add(60 * time.Second).UTC().Format(time.RFC3339Nano), false, true},
+		{"60", false, false},
+		{"1m0s", false, false},
 	} {
 		for _, names := range [][3]string{
 			{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"},
@@ -229,9 +236,87 @@ func TestResetCoarse(t *testing.T) {
 			if got.Coarse != tc.want || !got.Told {
 				t.Errorf("%s: %q read coarse %v (told %v), want %v", names[2], tc.v, got.Coarse, got.Told, tc.want)
 			}
-			if r := reading(got); r.Coarse != tc.want {
+			if got.Clock != tc.clock {
+				t.Errorf("%s: %q read as a time of the clock %v, want %v", names[2], tc.v, got.Clock, tc.clock)
+			}
+			if r := reading(got, 0); r.Coarse != tc.want {
 				t.Errorf("%s: %q: the limiter's reading coarse %v, want %v", names[2], tc.v, r.Coarse, tc.want)
 			}
+		}
+	}
+}
+
+// TestResetFromSend: the limiter counts resets from the request's send. A
+// reset written as a time of the clock finer than seconds names that
+// time, so the time from the send to the answer's arrival is added to
+// what was read against the arrival; a delta, and a whole second (see
+// reading), are counted from the send as they are.
+func TestResetFromSend(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name string
+		took time.Duration
+		v    string
+		want time.Duration
+	}{
+		{"Unix milliseconds", 50 * ms, unixMsAt(time.Second), 650 * ms},
+		{"Unix milliseconds, a long answer", 20 * time.Second, unixMsAt(30 * time.Second), 49600 * ms},
+		{"RFC 3339", 50 * ms, server.Add(time.Second).UTC().Format(time.RFC3339Nano), 650 * ms},
+		{"a delta", 50 * ms, "1", time.Second},
+		{"a Unix second", 50 * ms, unixAt(2 * time.Second), 1600 * ms},
+		{"a Unix second, a long answer", 3 * time.Second, unixAt(2 * time.Second), 1600 * ms},
+		{"a date, a long answer", 3 * time.Second, server.Add(2 * time.Second).UTC().Format(http.TimeFormat), 1600 * ms},
+	} {
+		h := http.Header{}
+		h.Set("X-RateLimit-Limit", "20")
+		h.Set("X-RateLimit-Remaining", "7")
+		h.Set("X-RateLimit-Reset", tc.v)
+		arrival := server.Add(400 * ms)
+		o := outcome(h, nil, false, arrival, arrival.Add(-tc.took))
+		if r := o.Requests; !r.Told || r.Reset != tc.want {
+			t.Errorf("%s: %q answered in %v, 400ms into a second: reset %v from the send, want %v",
+				tc.name, tc.v, tc.took, r.Reset, tc.want)
+		}
+	}
+}
+
+// TestClockResetHeldFromSend: over HTTP, a server whose answers take 300 ms
+// says no request is left until 200 ms after each answer, as an RFC 3339
+// time (Anthropic's way). The client's next request, the same model's,
+// may not reach it before then: counted as a delta from the send, the
+// reset ended 300 ms early, when the answer came.
+func TestClockResetHeldFromSend(t *testing.T) {
+	const took = 300 * time.Millisecond
+	var mu sync.Mutex
+	var resets, arrivals []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		time.Sleep(took)
+		reset := time.Now().Add(200 * time.Millisecond)
+		mu.Lock()
+		resets = append(resets, reset)
+		mu.Unlock()
+		w.Header().Set("anthropic-ratelimit-requests-limit", "1")
+		w.Header().Set("anthropic-ratelimit-requests-remaining", "0")
+		w.Header().Set("anthropic-ratelimit-requests-reset", reset.UTC().Format(time.RFC3339Nano))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, okBody)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL+"/v1", func(c *Config) {
+		c.Limiter = NewLimiterConfig(LimiterConfig{Adapt: true})
+	})
+	defer c.CloseIdleConnections()
+	for range 3 {
+		if _, _, err := c.Do(context.Background(), testRequest()); err != nil {
+			t.Fatalf("Do = %v", err)
+		}
+	}
+	for i := 1; i < len(arrivals); i++ {
+		if early := resets[i-1].Sub(arrivals[i]); early > 5*time.Millisecond {
+			t.Errorf("request %d reached the server %v before the reset the answer before it named", i+1, early)
 		}
 	}
 }

@@ -65,7 +65,8 @@ func named(h http.Header, f fields, from string, kind resetKind, serverNow time.
 	l := limitInfo{From: from, Kind: kind}
 	l.Limit, _ = parseCount(get(h, f.limit))
 	l.Remaining, l.Told = parseCount(get(h, f.left))
-	l.Reset, l.Coarse, _ = readReset(get(h, f.reset), serverNow)
+	d, at, _ := readReset(get(h, f.reset), serverNow)
+	l.setReset(d, at)
 	return clamp(l)
 }
 
@@ -204,9 +205,10 @@ func kong(h http.Header, of func(kongWindow) fields, draft fields, serverNow tim
 		if l.Limit == 0 && !l.Told {
 			continue
 		}
-		var ok bool
-		if l.Reset, l.Coarse, ok = readReset(get(h, f.reset), serverNow); !ok {
-			l.Reset = windowEnd(serverNow, w.name, w.length)
+		if d, at, ok := readReset(get(h, f.reset), serverNow); ok {
+			l.setReset(d, at)
+		} else {
+			l.setReset(windowEnd(serverNow, w.name, w.length), resetAt{clock: true})
 		}
 		ws = append(ws, clamp(l))
 	}
@@ -215,10 +217,10 @@ func kong(h http.Header, of func(kongWindow) fields, draft fields, serverNow tim
 	}
 	limit, _ := parseCount(get(h, draft.limit))
 	left, told := parseCount(get(h, draft.left))
-	if reset, coarse, ok := readReset(get(h, draft.reset), serverNow); ok && told {
+	if reset, at, ok := readReset(get(h, draft.reset), serverNow); ok && told {
 		for i, w := range ws {
 			if w.Told && w.Remaining == left && (limit == 0 || w.Limit == limit) {
-				ws[i].Reset, ws[i].Coarse = reset, coarse
+				ws[i].setReset(reset, at)
 				break
 			}
 		}
@@ -288,7 +290,8 @@ func draftInfo(limit, left, reset string, policies []sfMember, from string, serv
 	if rs := parseSF(left); len(rs) > 0 {
 		l.Remaining, l.Told = parseCount(rs[0].value)
 	}
-	l.Reset, l.Coarse, _ = readReset(reset, serverNow)
+	d, at, _ := readReset(reset, serverNow)
+	l.setReset(d, at)
 	return clamp(l)
 }
 

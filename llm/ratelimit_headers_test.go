@@ -57,7 +57,8 @@ func checkLimits(t *testing.T, cases []limitsCase) {
 			h.Set("Date", server.Format(http.TimeFormat))
 			got := parseLimits(h, nil, server.Add(time.Hour))
 			got.Requests.Guessed = false                          // TestGuessedUnits has it
-			got.Requests.Coarse, got.Tokens.Coarse = false, false // TestResetCoarse has it
+			got.Requests.Coarse, got.Tokens.Coarse = false, false // TestResetCoarse has it, and Clock
+			got.Requests.Clock, got.Tokens.Clock = false, false
 			if got != tc.want {
 				t.Errorf("parseLimits(%v)\n got %+v\nwant %+v", h, got, tc.want)
 			}

@@ -176,7 +176,7 @@ func (c *Client) report(p *pace.Permit, resp *Response, err error, keyed bool) t
 	case err == nil:
 		c.health.record(true)
 		c.health.succeeded()
-		o := outcome(resp.Header, nil, keyed, time.Now())
+		o := outcome(resp.Header, nil, keyed, time.Now(), p.Sent())
 		o.Used = usedTokens(resp)
 		return p.Done(o)
 	case errors.As(err, &ae):
@@ -184,7 +184,7 @@ func (c *Client) report(p *pace.Permit, resp *Response, err error, keyed bool) t
 			c.stats.limited.Add(1)
 		}
 		c.health.record(ae.Kind != Transient)
-		return p.Done(outcome(ae.header, ae, keyed, time.Now()))
+		return p.Done(outcome(ae.header, ae, keyed, time.Now(), p.Sent()))
 	default: // the caller's context ended: say nothing of the server
 		p.Release()
 		return 0

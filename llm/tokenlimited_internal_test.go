@@ -49,7 +49,7 @@ func TestTokenLimited(t *testing.T) {
 			if e.Kind != RateLimited || e.tokenLimit != tc.want {
 				t.Errorf("classify: %v, token limit %v; want rate limited, token limit %v", e.Kind, e.tokenLimit, tc.want)
 			}
-			if o := outcome(h, e, false, time.Now()); o.Unsure != tc.open {
+			if o := outcome(h, e, false, time.Now(), time.Now()); o.Unsure != tc.open {
 				t.Errorf("the limiter is told unsure %v, want %v", o.Unsure, tc.open)
 			}
 		})
@@ -77,7 +77,7 @@ func TestFineHint(t *testing.T) {
 		h.Set("X-RateLimit-Limit", "10")
 		h.Set("X-RateLimit-Remaining", "0")
 		err := classify(http.StatusTooManyRequests, h, nil, now)
-		o := outcome(h, err, false, now)
+		o := outcome(h, err, false, now, now)
 		if o.Hint != time.Second || o.FineHint != tc.fine {
 			t.Errorf("%s: %s: hint %v, fine %v; want 1s, %v", tc.header, tc.value, o.Hint, o.FineHint, tc.fine)
 		}

@@ -49,6 +49,15 @@ type Permit struct {
 	done   bool
 }
 
+// Sent is when the lane let the request go; zero for a nil permit. Its
+// caller counts the resets its answer wrote as times of the clock from it.
+func (p *Permit) Sent() time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return p.sent
+}
+
 // Release gives the permit back with no outcome to tell (the caller's
 // context ended). It does nothing after Done or Release.
 func (p *Permit) Release() { p.Done(Outcome{Result: Lost}) }
