@@ -101,9 +101,6 @@ func reading(l limitInfo, took time.Duration) pace.Reading {
 	if l.Clock {
 		r.Reset += took
 	}
-	if l.Coarse {
-		r.Took = took // where the lane widens it (see pace.Reading.Took)
-	}
 	return r
 }
 

@@ -17,15 +17,12 @@ const coarseLong = 10 * time.Second
 // untold 1.65x). Read so, a server that rounds up costs the lane at most a
 // second's wait at each end, a tenth of a window of 10 s, a sixtieth of a
 // minute's; on shorter windows whole seconds place no end (see counter's
-// tick) and a second's wait would cost more than it saves. Widened, the
-// second is counted from the send as the time of the clock it is, the
-// answer's time (Took) added: as a delta from the send, a minute's end
-// answered in 5 s was read 4 s early, into a window still full. Coarse then
+// tick) and a second's wait would cost more than it saves. Coarse then
 // says whether r was widened.
 func (w *window) widened(r Reading) Reading {
 	r.Coarse = r.Coarse && r.Told && max(w.period, r.Reset) >= coarseLong
 	if r.Coarse {
-		r.Reset += time.Second + r.Took
+		r.Reset += time.Second
 	}
 	return r
 }

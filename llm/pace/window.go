@@ -16,9 +16,8 @@ type Reading struct {
 	// Guessed: the headers did not say what the window counts (taken for
 	// requests); the lane weighs it against its own counts (see weigh).
 	Guessed bool
-	Several bool          // other windows of its unit were told besides, this the one binding now (Kong's -Second and -Minute)
-	Coarse  bool          // Reset names a whole second of the clock (a Unix time in seconds, a date), cut down or rounded; once the lane has read it, whether it was widened (see widened)
-	Took    time.Duration // of a coarse reset, which counts from the send as a delta read against the arrival: the time from the send to the arrival (see widened)
+	Several bool // other windows of its unit were told besides, this the one binding now (Kong's -Second and -Minute)
+	Coarse  bool // Reset names a whole second of the clock (a Unix time in seconds, a date), cut down or rounded; once the lane has read it, whether it was widened (see widened)
 	// Whether room comes back at a wall, as sends leave a sliding window, or as a
 	// bucket refills, the tracker tells by how resets move: header styles
 	// that speak of buckets (OpenAI's) are sent by windows too.
