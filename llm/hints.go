@@ -84,7 +84,7 @@ type limitInfo struct {
 	Guessed   bool          // its unit is not said: taken for requests, the limiter weighs it (see pace.Reading)
 	Several   bool          // the headers told other windows of the same unit besides (Kong's -Second and -Minute)
 	Coarse    bool          // Reset names a whole second still ahead (a Unix time in seconds, a date): the end lies in that second (see untilSecondEnds)
-	Clock     bool          // Reset was written as a time of the clock finer than whole seconds (RFC 3339, Unix milliseconds, Kong's clock-aligned window), not as a delta (see fromSend)
+	Clock     bool          // Reset was written as a time of the clock finer than whole seconds (RFC 3339, Unix milliseconds, Kong's clock-aligned window), not as a delta (see reading)
 }
 
 // A resetAt says how a reset was written.

@@ -1,9 +1,6 @@
 package pace
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // together is how close two sends of the lane may go and still reach the
 // server in either order: a burst's, that a real clock sends microseconds
@@ -44,8 +41,8 @@ func (b *burst) near(sentAt time.Time) bool {
 // counted. prior is the room known before the burst (-1: none). Where the
 // log does not hold the send, there is no burst to tell.
 func (b *burst) open(l *sendLog, r Reading, sentAt time.Time, seq, prior float64) float64 {
-	i := sort.Search(len(l.cum), func(i int) bool { return l.cum[i] >= seq })
-	if i == len(l.cum) || l.cum[i] != seq || !l.at[i].Equal(sentAt) {
+	i, ok := l.find(seq)
+	if !ok || !l.at[i].Equal(sentAt) {
 		*b = burst{}
 		return seq
 	}
@@ -55,17 +52,13 @@ func (b *burst) open(l *sendLog, r Reading, sentAt time.Time, seq, prior float64
 	}
 	base := min(l.countAt(sentAt.Add(-together)), before)
 	*b = burst{at: sentAt, base: base, top: base, prior: prior, most: -1, least: float64(r.Left) + 1}
-	return b.join(l, r, seq)
+	return b.join(r, seq, l.units(i))
 }
 
-// join adds r, the reading of a request of the burst sent when the count
-// was seq, and returns the count the least left may be taken to have
-// counted.
-func (b *burst) join(l *sendLog, r Reading, seq float64) float64 {
-	own := 1.0
-	if i := sort.Search(len(l.cum), func(i int) bool { return l.cum[i] >= seq }); i < len(l.cum) && l.cum[i] == seq && i > 0 {
-		own = seq - l.cum[i-1]
-	}
+// join adds r, the reading of a request of own units of the burst, sent
+// when the count was seq, and returns the count the least left may be
+// taken to have counted.
+func (b *burst) join(r Reading, seq, own float64) float64 {
 	left := float64(r.Left)
 	b.own += own
 	b.top = max(b.top, seq)
@@ -89,8 +82,11 @@ func (w *window) inBurst(r Reading, sentAt time.Time, seq float64) (_ Reading, _
 	if !w.burst.near(sentAt) || w.reset.IsZero() || w.rolled(r, sentAt) {
 		return r, sentAt, seq, false
 	}
-	left := r.Left
-	seq = w.burst.join(&w.log, r, seq)
+	left, own := r.Left, 1.0
+	if i, ok := w.log.find(seq); ok {
+		own = w.log.units(i)
+	}
+	seq = w.burst.join(r, seq, own)
 	if held := w.reset.Sub(w.at) - w.guard(); left >= int(w.left) {
 		if sentAt.Before(w.at) {
 			return r, sentAt, seq, false

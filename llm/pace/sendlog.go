@@ -54,6 +54,22 @@ func (l *sendLog) reaching(c float64) (t time.Time, ok bool) {
 	return l.at[i], true
 }
 
+// find finds the send that brought the count to seq: its index; ok is
+// false when the log does not hold one.
+func (l *sendLog) find(seq float64) (i int, ok bool) {
+	i = sort.Search(len(l.cum), func(i int) bool { return l.cum[i] >= seq })
+	return i, i < len(l.cum) && l.cum[i] == seq
+}
+
+// units is what the send at index i added to the count; 1 for the oldest
+// kept.
+func (l *sendLog) units(i int) float64 {
+	if i > 0 {
+		return l.cum[i] - l.cum[i-1]
+	}
+	return 1
+}
+
 // last is when the newest send kept went; zero when none is kept.
 func (l *sendLog) last() time.Time {
 	if len(l.at) == 0 {
