@@ -88,7 +88,7 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	defer ln.wake()
 	now := ln.l.now()
 	ln.sortUnits(p, &o)
-	ln.widen(&o)
+	ln.widen(p, &o)
 	switch o.Result {
 	case Admitted:
 		ln.admitted(p, now)

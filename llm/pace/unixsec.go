@@ -20,19 +20,26 @@ const coarseLong = 10 * time.Second
 // tick) and a second's wait would cost more than it saves. Coarse then
 // says whether r was widened.
 func (w *window) widened(r Reading) Reading {
-	r.Coarse = r.Coarse && r.Told && max(w.period, r.Reset) >= coarseLong
-	if r.Coarse {
+	whole := r.Coarse && r.Told
+	r.Coarse = whole && max(w.period, r.Reset) >= coarseLong
+	switch {
+	case r.Coarse:
 		r.Reset += time.Second
+	case whole && w.named.on:
+		r.Reset += r.Took // see namedSecond
 	}
 	return r
 }
 
-// widen widens the readings of o by their windows (see widened).
-func (ln *lane) widen(o *Outcome) {
+// widen widens the readings of o, the outcome of p, by their windows (see
+// widened), once each window has weighed what they show of how it names
+// its seconds (see namedSecond).
+func (ln *lane) widen(p *Permit, o *Outcome) {
 	for _, q := range []struct {
 		w *window
 		r *Reading
 	}{{&ln.req.win, &o.Requests}, {&ln.tok.win, &o.TokenWindow}} {
+		q.w.named.weigh(*q.r, p.sent, q.w.reset, o.Result == Refused)
 		*q.r = q.w.widened(*q.r)
 		q.w.wide = q.w.wide || q.r.Coarse
 	}

@@ -18,6 +18,10 @@ type Reading struct {
 	Guessed bool
 	Several bool // other windows of its unit were told besides, this the one binding now (Kong's -Second and -Minute)
 	Coarse  bool // Reset names a whole second of the clock (a Unix time in seconds, a date), cut down or rounded; once the lane has read it, whether it was widened (see widened)
+	// Took is, for a Coarse reading, the time from the send to the
+	// answer's arrival: the second named lies that much after Reset,
+	// counted from the send (see window.named).
+	Took time.Duration
 	// Whether room comes back at a wall, as sends leave a sliding window, or as a
 	// bucket refills, the tracker tells by how resets move: header styles
 	// that speak of buckets (OpenAI's) are sent by windows too.
@@ -68,6 +72,7 @@ type window struct {
 	order  sentOrder     // the readings by the send time of their requests (see reordered)
 	burst  burst         // the sends about the newest reading's, which reached the server in any order (see burst)
 	late   lateProbes    // what probes of a window answered later than its resets showed (see late.go)
+	named  namedSecond   // whether whole-second resets are counted from the arrival (see unixsec.go)
 }
 
 // sent records that the lane's count reached count at now. The log keeps
@@ -131,6 +136,7 @@ func (w *window) read(r Reading, sentAt, now time.Time, seq float64) {
 		w.ctr.read(&w.log, used, sentAt, r.Reset, seq, w.length > 0, w.guard())
 	}
 	w.left, w.seq, w.at, w.reset = float64(r.Left), seq, sentAt, reset
+	w.named.held()
 }
 
 // room reports whether n units fit now, besides kept (units promised to
