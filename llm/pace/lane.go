@@ -24,6 +24,7 @@ type lane struct {
 	changed  chan struct{}               // closed when an answer or a release may make room
 	unsure   struct{ n, tokens float64 } // refusals that did not say which limit, and their tokens (see bigOnes)
 	units    unitGuess                   // what its windows of no unit said count (see weigh)
+	answers  tally                       // the answers of about the last second, refused or not (see believed)
 }
 
 // quantity is one thing a server limits: the pace the estimator decides

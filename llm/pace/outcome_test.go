@@ -286,3 +286,47 @@ func TestShortClaimRefusalBelieved(t *testing.T) {
 		})
 	}
 }
+
+// TestDenseClaimRefusalsBelieved: refusals whose claim of a spent window
+// the lane's count contradicts (8 sent in all, a limit of 100 said spent
+// for a second, GitHub's way) are believed once most answers of about the
+// last second are refusals, three at least: a server refusing so much is
+// limiting the lane, whatever its claims say of its windows. (A GCRA of
+// 100 per 10 s with no burst refused 7 of the opening's 8 sent at once,
+// and again a second later: 4.1% of the run refused, now 2.2%.) Refusals
+// among many admitted answers are not, and cost only their own hint.
+func TestDenseClaimRefusalsBelieved(t *testing.T) {
+	claim := Reading{Told: true, Limit: 100, Left: 0, Reset: time.Second}
+	for _, tc := range []struct {
+		name     string
+		admitted int // answers admitted before each refusal
+	}{{"refusals in a row", 0}, {"one refusal in five", 4}} {
+		synctest.Test(t, func(t *testing.T) {
+			l := New(Config{Adapt: true, Concurrency: 8})
+			ln := l.lane("m")
+			for i := range denseNays {
+				for range tc.admitted {
+					p, err := l.Acquire(t.Context(), "m", 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p.Done(Outcome{Result: Admitted, Requests: Reading{Told: true, Limit: 100, Left: 99, Reset: time.Second}})
+				}
+				p, err := l.Acquire(t.Context(), "m", 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wait := p.Done(Outcome{Result: Refused, Hint: time.Second, Requests: claim}); wait < time.Second {
+					t.Errorf("%s: refusal %d waits %v, want its hint, 1s", tc.name, i+1, wait)
+				}
+				ln.mu.Lock()
+				paused := ln.until.After(ln.l.now())
+				ln.mu.Unlock()
+				want := tc.admitted == 0 && i == denseNays-1
+				if paused != want {
+					t.Errorf("%s: after refusal %d the lane paused %v, want %v", tc.name, i+1, paused, want)
+				}
+			}
+		})
+	}
+}
