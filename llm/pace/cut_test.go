@@ -298,3 +298,20 @@ func TestLumpyEpochCutsLittle(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepCutKeepsGood: cuts in a row deepen where much is refused, but
+// no deeper than a little under the rate last held for a span: with
+// answers slower than refusals, an epoch's one answer was a refusal, and
+// cut after cut at 1597/min took the pace to half of it, 798/min, under
+// the 1200/min a GCRA had held for a span (answered in 1.5 s, 1.17x).
+func TestDeepCutKeepsGood(t *testing.T) {
+	e := estimator{ceil: math.Inf(1), adapt: true, rate: 1597.0 / 60, good: 20, bad: 1597.0 / 60, downs: 3,
+		span: 3 * time.Second, patience: firstPatience, ep: epoch{start: t0, judged: t0}}
+	e.sent(1)
+	hold := e.refused(at(10*time.Millisecond), t0, 1, 0)
+	e.tick(at(10*time.Millisecond + hold))
+	if got := e.pace() * 60; got < cutTo*1200-1 || got >= 1597 {
+		t.Errorf("after a fourth cut in a row, its epoch's one answer a refusal, the pace is %.0f/min; want %.0f/min (a little under the 1200/min held), not under",
+			got, cutTo*1200)
+	}
+}
