@@ -49,6 +49,9 @@ limited_traps
 write_conf() {
 	local user=
 	[[ $(id -u) == 0 ]] && user="user $(id -un) $(id -gn);"
+	# nginx takes no burst=0: with none, limit_req allows no burst.
+	local burstopt="burst=$BURST nodelay"
+	((BURST > 0)) || burstopt=
 	cat >"$ng/nginx.conf" <<EOF
 $user
 daemon off;
@@ -74,7 +77,7 @@ http {
 		proxy_set_header Connection "";
 		proxy_read_timeout 300s;
 		location /v1/ {
-			limit_req zone=api burst=$BURST nodelay;
+			limit_req zone=api $burstopt;
 			access_log $ng/access.log bench;
 			proxy_pass http://mock;
 		}

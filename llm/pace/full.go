@@ -122,10 +122,26 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 		return 0, 0, false
 	}
 	rate = cut.took / cut.since.Seconds()
-	if (1-cutTo)*rate*cut.since.Seconds() > e.full.burst {
+	if (1-cutTo)*rate*cut.since.Seconds() > e.full.burst || rate < e.good && e.climbedTo(cut) {
 		return 0, 0, false
 	}
 	return rate, e.span.Seconds() / cut.since.Seconds(), true
+}
+
+// climbedTo reports whether what the server took from the refusal before
+// to cut's came mostly late, the second half of that time taking over a
+// quarter more than the first: the lane climbed to the rate refused from
+// far under it, the server not full meanwhile, and what it took is what
+// was sent, not its rate, where that is under the pace the server held for
+// a span meanwhile (good; see fullRate). (nginx's limit_req of 10 a second with no
+// burst, its opening cut to 135/min and climbing, refused at 680/min 10 s
+// later: what it took since, 202/min, cut the pace to 192/min, and it
+// took 40 s to climb back, 1.8x the ideal.)
+func (e *estimator) climbedTo(cut pending) bool {
+	half := min(cut.between, memory) / 2
+	mid := cut.at.Add(-half)
+	first, second := e.long.got.sum(mid.Add(-half), mid), e.long.got.sum(mid, cut.at)
+	return 4*second > 5*first+4*cut.n
 }
 
 // keptUp returns the least rate the server lets through that what it

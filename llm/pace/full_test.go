@@ -243,3 +243,37 @@ func TestEstimatorBurstRefusedLate(t *testing.T) {
 		t.Errorf("pace %.2f a second, want no cut to what one request in a second shows (the server took 1 of the 3)", p)
 	}
 }
+
+// TestFullRateNotOverAClimb: what the server took between two refusals
+// measures its rate only where it was full all along: where the second
+// half of that time took over a quarter more than the first, the lane
+// climbed from under the rate meanwhile, and a measure under the pace the
+// server held for a span (good) is only what was sent. (nginx's limit_req
+// of 10 a second with no burst: the opening cut to 135/min, the climb to
+// 680/min refused 10 s later, its 202/min cut the pace to 192/min: 1.8x.)
+// Taken at a steady pace, the same measure stands.
+func TestFullRateNotOverAClimb(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		first, second float64 // units admitted a second in each half of the 10 s
+		want          bool
+	}{{"a climb", 2.5, 6, false}, {"a steady pace", 4.25, 4.25, true}} {
+		e := estimator{ceil: math.Inf(1), adapt: true, rate: 680.0 / 60, good: 340.0 / 60, span: time.Second, ep: epoch{start: t0}}
+		e.full.burst = 4
+		start := t0.Add(500 * time.Millisecond)
+		took := 0.0
+		for i := range 100 {
+			per := tc.first
+			if i >= 50 {
+				per = tc.second
+			}
+			e.long.got.add(start.Add(time.Duration(i)*100*time.Millisecond), per/10)
+			took += per / 10
+		}
+		cut := pending{at: start.Add(10 * time.Second), took: took, since: 10 * time.Second, between: 10 * time.Second, n: 1}
+		r, _, ok := e.fullRate(cut)
+		if ok != tc.want {
+			t.Errorf("%s: fullRate = %.0f/min, %v; want a measure %v", tc.name, r*60, ok, tc.want)
+		}
+	}
+}
