@@ -146,7 +146,7 @@ func (e *estimator) goOn(cut pending) {
 // two and a half percent under it.
 func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 	next, bad = e.bracket(cut)
-	r, ok := e.long.rate(now, e.span)
+	r, ok := e.long.rate(now, e.span, e.good)
 	if !ok && e.hedge.rate == 0 && e.lockedOut && e.ep.admitted < e.full.burst {
 		// The whole run, once a window longer than a second's showed:
 		// not where the epoch took a whole burst (a window that

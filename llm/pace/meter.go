@@ -55,8 +55,10 @@ type longRun struct{ got, nays, held meter }
 // holds left out, over a horizon of 16 spans (8 s to the meter's memory);
 // ok only when the horizon is long enough and refusals came in both its
 // halves: the server was saturated all along, so what it let through is
-// its rate, with no burst allowance left to flatter it.
-func (l *longRun) rate(now time.Time, span time.Duration) (perSecond float64, ok bool) {
+// its rate, with no burst allowance left to flatter it. Not where that is
+// under good, the pace last held for a span, and the lane climbed through
+// the horizon (see climbing): what the server took is what was sent.
+func (l *longRun) rate(now time.Time, span time.Duration, good float64) (perSecond float64, ok bool) {
 	h := min(max(16*span, 8*time.Second), memory)
 	from := now.Add(-h)
 	if l.got.first.IsZero() || from.Before(l.got.first) {
@@ -67,7 +69,22 @@ func (l *longRun) rate(now time.Time, span time.Duration) (perSecond float64, ok
 		return 0, false
 	}
 	busy := h - time.Duration(l.held.sum(from, now)*float64(time.Second))
-	return l.got.sum(from, now) / max(busy, minSpan).Seconds(), true
+	r := l.got.sum(from, now) / max(busy, minSpan).Seconds()
+	if r < good && l.climbing(from, mid, now) {
+		return 0, false // refusals at both ends, a climb from under the rate between
+	}
+	return r, true
+}
+
+// climbing reports whether the second half of the time from from to to
+// (mid between) took over a quarter more than the first: the lane climbed
+// through it, and the server was not full all along, however refusals
+// came in both halves. (Two refusals 12 s apart, a climb from 336/min to
+// 535/min between, made nginx's limit_req of 10 a second with no burst
+// look full at the 360/min the climb averaged, under the 466/min it had
+// held for a span, and the pace was cut to 342/min.)
+func (l *longRun) climbing(from, mid, to time.Time) bool {
+	return 4*l.got.sum(mid.Add(meterSlot), to) > 5*l.got.sum(from, mid)+4
 }
 
 // sinceFirst is rate over the whole run, holds and all, while it is

@@ -58,18 +58,18 @@ func TestLongRunRate(t *testing.T) {
 	}
 	now := at(20 * time.Second)
 	all := fill(func(s int) bool { return s%4 == 3 })
-	r, ok := all.rate(now, span)
+	r, ok := all.rate(now, span, 0)
 	// 16 s horizon: 32 admitted over 16 s less 4 s held.
 	if !ok || r < 2.6 || r > 2.8 {
 		t.Errorf("refused all along: rate %v ok %v, want about 32/12 and ok", r, ok)
 	}
-	if _, ok := fill(func(s int) bool { return s == 15 }).rate(now, span); ok {
+	if _, ok := fill(func(s int) bool { return s == 15 }).rate(now, span, 0); ok {
 		t.Error("refused in the second half only: ok, want not")
 	}
-	if _, ok := all.rate(at(10*time.Second), span); ok {
+	if _, ok := all.rate(at(10*time.Second), span, 0); ok {
 		t.Error("a horizon reaching before the first answer: ok, want not")
 	}
-	if _, ok := all.rate(now, 2*time.Second); ok {
+	if _, ok := all.rate(now, 2*time.Second, 0); ok {
 		t.Error("a horizon of 16 spans of 2 s, longer than what was seen: ok, want not")
 	}
 }
@@ -114,5 +114,32 @@ func TestCutBoundedSinceFirst(t *testing.T) {
 	hedged.hedge = hedge{rate: 5, window: 12 * time.Second, back: 150}
 	if next, _ := hedged.bounded(at(13475*ms), cut); next < 49 {
 		t.Errorf("hedged: next %.0f/min, want a quarter of 12,000/min", next*60)
+	}
+}
+
+// TestLongRunRateNotOverAClimb: refusals at both ends of the horizon say
+// the server was full all along only where the lane did not climb through
+// it: the second half taking over a quarter more than the first, and the
+// measure under the pace last held for a span (good), it is what was sent.
+// (nginx's limit_req of 10 a second with no burst, two refusals 12 s apart
+// and a climb between: cut from 535/min to 342/min.) At a steady pace, or
+// with no pace held over the measure, it stands.
+func TestLongRunRateNotOverAClimb(t *testing.T) {
+	climb := &longRun{}
+	for i := range 160 { // 16 s at 100 ms: 3 a second, then 6
+		per := 0.3
+		if i >= 80 {
+			per = 0.6
+		}
+		climb.got.add(at(time.Duration(i)*100*time.Millisecond), per)
+	}
+	climb.nays.add(at(time.Second), 1)
+	climb.nays.add(at(15*time.Second), 1)
+	now := at(16 * time.Second)
+	if r, ok := climb.rate(now, time.Second, 7.8); ok {
+		t.Errorf("a climb under the 7.8 a second held: rate %.2f, ok; want no measure", r)
+	}
+	if r, ok := climb.rate(now, time.Second, 0); !ok || r < 4 || r > 5 {
+		t.Errorf("no pace held: rate %.2f ok %v, want about 4.5 and ok", r, ok)
 	}
 }

@@ -147,11 +147,23 @@ func (nz *noise) count() (ans, nays float64) {
 func alike(log []tried, p float64) bool {
 	dev := 0.0
 	for _, t := range log {
-		dev += 2 * (loglik(t.nays, t.ans, t.nays/t.ans) - loglik(t.nays, t.ans, p))
+		d := 2 * (loglik(t.nays, t.ans, t.nays/t.ans) - loglik(t.nays, t.ans, p))
+		if d > outlier {
+			return false // one epoch noise would refuse so seldom as this (see outlier)
+		}
+		dev += d
 	}
 	df := float64(len(log) - 1)
 	return dev <= df+3*math.Sqrt(2*df)
 }
+
+// outlier is the deviance from the share noise refuses past which one
+// epoch alone shows the refusals are not noise's: a chi-square of one
+// degree that chance passes once in a thousand. Summed with the rest, an
+// epoch at 1.25 a second refused 5 of 9 by a sliding log still full from
+// the opening (a deviance of 18 from the 5% of all) passed among 17, and
+// the log of 20 a second was taken for noise.
+const outlier = 10.83
 
 // capped reports whether an epoch of the log got admitted clearly less
 // than noise refusing a share p would let through of what it sent: what

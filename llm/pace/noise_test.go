@@ -258,3 +258,25 @@ func TestNoiseWithNoPace(t *testing.T) {
 		t.Errorf("noise level after 2000 answers with none refused = %v, want it forgotten", e.noise.level)
 	}
 }
+
+// TestAlikeOutlier: one epoch refused far more than the share noise
+// refuses everywhere else (5 of 9, against 1 in 16 at paces near a limit)
+// is no noise's, however many epochs dilute it in the sum: a sliding log
+// still full from the opening's flood so outweighed a limit of 20 a second.
+func TestAlikeOutlier(t *testing.T) {
+	log := []tried{{rate: 1.25, ans: 9, nays: 5}}
+	for range 16 {
+		log = append(log, tried{rate: 20, ans: 16, nays: 0})
+	}
+	log = append(log, tried{rate: 21, ans: 16, nays: 1}, tried{rate: 20.5, ans: 16, nays: 1})
+	ans, nays := 0.0, 0.0
+	for _, e := range log {
+		ans, nays = ans+e.ans, nays+e.nays
+	}
+	if alike(log, nays/ans) {
+		t.Errorf("an epoch refused 5 of 9 among %d refused %.0f of %.0f: alike, want not", len(log)-1, nays-5, ans-9)
+	}
+	if !alike(log[1:], (nays-5)/(ans-9)) {
+		t.Error("without it: not alike, want alike")
+	}
+}
