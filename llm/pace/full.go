@@ -128,20 +128,18 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 	return rate, e.span.Seconds() / cut.since.Seconds(), true
 }
 
-// climbedTo reports whether what the server took from the refusal before
-// to cut's came mostly late, the second half of that time taking over a
-// quarter more than the first: the lane climbed to the rate refused from
-// far under it, the server not full meanwhile, and what it took is what
-// was sent, not its rate, where that is under the pace the server held for
-// a span meanwhile (good; see fullRate). (nginx's limit_req of 10 a second with no
-// burst, its opening cut to 135/min and climbing, refused at 680/min 10 s
-// later: what it took since, 202/min, cut the pace to 192/min, and it
-// took 40 s to climb back, 1.8x the ideal.)
+// climbedTo reports whether the lane climbed to cut's refusal from far
+// under the rate since the refusal before (see longRun.climbing): the
+// server was not full meanwhile, and what it took is what was sent, not
+// its rate, where that is under the pace held for a span (good; see
+// fullRate). (nginx's limit_req of 10 a second with no burst, its opening
+// cut to 135/min and climbing, refused at 680/min 10 s later: what it
+// took since, 202/min, cut the pace to 192/min, and it took 40 s to climb
+// back, 1.8x the ideal.)
 func (e *estimator) climbedTo(cut pending) bool {
 	half := min(cut.between, memory) / 2
 	mid := cut.at.Add(-half)
-	first, second := e.long.got.sum(mid.Add(-half), mid), e.long.got.sum(mid, cut.at)
-	return 4*second > 5*first+4*cut.n
+	return e.long.climbing(mid.Add(-half), mid, cut.at, 4*cut.n)
 }
 
 // keptUp returns the least rate the server lets through that what it

@@ -70,21 +70,21 @@ func (l *longRun) rate(now time.Time, span time.Duration, good float64) (perSeco
 	}
 	busy := h - time.Duration(l.held.sum(from, now)*float64(time.Second))
 	r := l.got.sum(from, now) / max(busy, minSpan).Seconds()
-	if r < good && l.climbing(from, mid, now) {
+	if r < good && l.climbing(from, mid, now, 4) {
 		return 0, false // refusals at both ends, a climb from under the rate between
 	}
 	return r, true
 }
 
 // climbing reports whether the second half of the time from from to to
-// (mid between) took over a quarter more than the first: the lane climbed
-// through it, and the server was not full all along, however refusals
-// came in both halves. (Two refusals 12 s apart, a climb from 336/min to
+// (mid between) took over a quarter more than the first, give or take
+// slack units: the lane climbed through it, and the server was not full
+// all along, however refusals came in both halves. (Two refusals 12 s apart, a climb from 336/min to
 // 535/min between, made nginx's limit_req of 10 a second with no burst
 // look full at the 360/min the climb averaged, under the 466/min it had
 // held for a span, and the pace was cut to 342/min.)
-func (l *longRun) climbing(from, mid, to time.Time) bool {
-	return 4*l.got.sum(mid.Add(meterSlot), to) > 5*l.got.sum(from, mid)+4
+func (l *longRun) climbing(from, mid, to time.Time, slack float64) bool {
+	return 4*l.got.sum(mid.Add(meterSlot), to) > 5*l.got.sum(from, mid)+slack
 }
 
 // sinceFirst is rate over the whole run, holds and all, while it is

@@ -9,13 +9,14 @@ import "time"
 // second it names: a server that rounds its ends up to the second ends
 // its window up to a second before it, and the lane is faster a latency
 // early than late. Where a request sent at the end so counted, or after
-// it, is refused with the same second named, the window had not ended:
-// the server ends it no earlier than that second (it cuts its ends down,
-// as sethvargo/go-limiter's dates and ulule's Unix seconds do), and the
-// window's resets are counted from the arrival from then on, as the
-// second itself. (Counted from the send, go-limiter's 20 a second, its
-// windows on whole seconds, answered in 50 ms, refused each second's
-// first request at 31 ms before its end: 2.1-4.2% of a run.)
+// it, is refused with the same second named, the window had not ended
+// there; where one sent at the second itself is then admitted, it ended
+// at that second (the server cuts its ends down to it, as
+// sethvargo/go-limiter's dates do), and the window's resets are counted
+// from the arrival from then on, as the second itself (see weigh).
+// (Counted from the send, go-limiter's 20 a second, its windows on whole
+// seconds, answered in 50 ms, refused each second's first request 31 ms
+// before its end: 2.1-4.2% of a run.)
 type namedSecond struct {
 	on      bool      // resets are counted from the arrival
 	end     time.Time // the second the reset held named; zero: it named none

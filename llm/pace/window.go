@@ -72,7 +72,7 @@ type window struct {
 	order  sentOrder     // the readings by the send time of their requests (see reordered)
 	burst  burst         // the sends about the newest reading's, which reached the server in any order (see burst)
 	late   lateProbes    // what probes of a window answered later than its resets showed (see late.go)
-	named  namedSecond   // whether whole-second resets are counted from the arrival (see unixsec.go)
+	named  namedSecond   // whether whole-second resets are counted from the arrival (see named.go)
 }
 
 // sent records that the lane's count reached count at now. The log keeps
