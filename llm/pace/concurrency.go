@@ -15,7 +15,7 @@ const (
 // doubling with each probe refused).
 const (
 	capEvidence      = 2 // instants at which refusals went, and admitted requests after, that show a cap
-	capFirstPatience = 4
+	capFirstPatience = 2 // a rate limit taken for a cap shows at the first probe (see shut)
 	capMaxPatience   = 64
 )
 
@@ -40,18 +40,20 @@ const (
 // drop a cap found. The cap is what most refusals found; a refusal under
 // it lowers it at once to the most it may have found, and the gate probes
 // one higher after patience spans in which it held requests back, the
-// patience doubling with each probe refused. Refusals at the cap teach the
+// probe's slot open only between sends (see shut), the patience doubling
+// with each probe refused. Refusals at the cap teach the
 // pace nothing and pause no one (see lane.refused).
 //
 // Pure: time is passed in; the lane owns it.
 type concurrency struct {
-	most     int       // the configured limit; 0: none
-	slow     time.Time // when the slow start began; zero: over
-	cap      int       // the cap found; 0: none
-	since    time.Time // when the cap was last set or probed
-	patience int       // spans between probes
-	probing  bool      // the cap is a probe one over the last found
-	blocked  bool      // a request waited for the gate since
+	most     int           // the configured limit; 0: none
+	slow     time.Time     // when the slow start began; zero: over
+	cap      int           // the cap found; 0: none
+	since    time.Time     // when the cap was last set or probed
+	patience int           // spans between probes
+	probing  bool          // the cap is a probe one over the last found
+	gap      time.Duration // while probing, how long after a send the probe's slot stays shut (see shut)
+	blocked  bool          // a request waited for the gate since
 	log      flights
 }
 
@@ -68,6 +70,9 @@ func (c *concurrency) limit(now time.Time) int {
 	n := c.most
 	if c.cap > 0 && (n == 0 || c.cap < n) {
 		n = c.cap
+		if c.shut(now) > 0 {
+			n--
+		}
 	}
 	if !c.slow.IsZero() {
 		k := min(now.Sub(c.slow)/slowStep, 16)
@@ -79,6 +84,25 @@ func (c *concurrency) limit(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// shut returns how long the probe's slot stays shut after the last send;
+// 0: open, or no probe.
+//
+// A probe goes spaced, not beside another send: at the instant a slot was
+// freed, the probe and the request that takes that slot would go together,
+// and a rate limit with no burst (nginx's limit_req by default) refuses
+// one of two sent at once with the other in hand, just as a cap would.
+// Half the spacing of the sends at the cap, after the last send, a cap
+// still finds its K in hand and refuses the probe, while a rate limit the
+// cap held under admits it with K in hand, which shows it is no cap (see
+// judge). (Taken for a cap of 1, nginx's 10 a second answered in 200 ms
+// refused every probe of 2 sent at once, and the run took 2-4x.)
+func (c *concurrency) shut(now time.Time) time.Duration {
+	if !c.probing || c.gap <= 0 {
+		return 0
+	}
+	return max(c.log.last().Add(c.gap).Sub(now), 0)
 }
 
 // sent logs a request sent at now and returns its number in the log.
@@ -165,6 +189,7 @@ func (c *concurrency) tick(now time.Time, span time.Duration) bool {
 	}
 	c.probing = c.blocked
 	if c.blocked {
+		c.gap = c.log.roundTrip() / time.Duration(2*c.cap)
 		c.cap++
 	}
 	probe := c.blocked

@@ -162,7 +162,7 @@ func TestConcurrencyClaimsAndProbes(t *testing.T) {
 	span := time.Second
 	// Held back for patience spans: probed one higher.
 	c.blocked = true
-	if c.tick(at(100*ms+3*span), span) || c.cap != 2 {
+	if c.tick(at(100*ms+(capFirstPatience-1)*span), span) || c.cap != 2 {
 		t.Fatalf("probed before patience spans: cap %d", c.cap)
 	}
 	probeAt := 100*ms + capFirstPatience*span
@@ -251,5 +251,37 @@ func TestConcurrencyRefusalUnderWhatWasAdmitted(t *testing.T) {
 	c.answered(at(1300*ms), i, tookIt)
 	if c.cap == 1 {
 		t.Error("cap lowered to 1 by a refusal under what an admitted request found")
+	}
+}
+
+// A probe goes spaced: its slot stays shut for half the spacing of the
+// sends at the cap after each send, so that it never goes beside the
+// request that takes a slot just freed. (Sent together, nginx's limit_req
+// with no burst refused one of the two with the other in hand, as a cap
+// would, and a rate limit taken for a cap of 1 never showed otherwise.)
+func TestProbeGoesSpaced(t *testing.T) {
+	c := capOf2(t) // its admitted requests took 40 ms and 50 ms: the median 50
+	span := time.Second
+	probeAt := at(100*ms + capFirstPatience*span)
+	c.blocked = true
+	if !c.tick(probeAt, span) || c.cap != 3 {
+		t.Fatalf("not probed: cap %d", c.cap)
+	}
+	c.sent(probeAt)
+	gap := 50 * ms / 4 // half of a round trip over the 2 in flight
+	for _, tt := range []struct {
+		after time.Duration
+		want  int
+	}{{0, 2}, {gap - time.Millisecond, 2}, {gap, 3}} {
+		if got := c.limit(probeAt.Add(tt.after)); got != tt.want {
+			t.Errorf("%v after a send: limit %d, want %d", tt.after, got, tt.want)
+		}
+	}
+	if d := c.shut(probeAt.Add(5 * ms)); d != gap-5*ms {
+		t.Errorf("5 ms after a send the probe's slot opens in %v, want %v", d, gap-5*ms)
+	}
+	c.probing = false // the probe held: the cap is 3, no slot shut
+	if got := c.limit(probeAt); got != 3 {
+		t.Errorf("not probing: limit %d right after a send, want 3", got)
 	}
 }

@@ -155,10 +155,15 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 		// lets through less than its window: 1.33x -> 2.28x).
 		r, ok = e.long.sinceFirst(now, e.span)
 	}
-	if ok && r < sustainedShare*cut.sentRate && cutTo*r < next {
+	if ok && r < sustainedShare*cut.sentRate && cutTo*r < next && e.keptUp(cut) <= r {
 		// Refused all along a horizon of many spans, the server let
 		// through clearly less than was sent: that is its rate, however
-		// each epoch's burst allowance made a pace look held.
+		// each epoch's burst allowance made a pace look held. Not where
+		// it let through more than that in the seconds before the
+		// refusal, its burst aside (see keptUp): refusals came in both
+		// halves but it was not full between. (nginx's limit_req with no
+		// burst refuses two sent close together at any pace; over a climb
+		// from 5 a second to 9, 7 a second looked like its rate.)
 		next, bad = cutTo*r, min(bad, r)
 	}
 	next, bad = e.measuredCut(cut, next, bad)

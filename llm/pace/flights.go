@@ -55,6 +55,30 @@ func (f *flights) oldest() time.Time {
 	return time.Time{}
 }
 
+// last is when the latest request went; zero: none yet.
+func (f *flights) last() time.Time {
+	if r := f.at(f.next - 1); r != nil {
+		return r.sent
+	}
+	return time.Time{}
+}
+
+// roundTrip is the median round trip of the admitted requests in the log;
+// 0: none.
+func (f *flights) roundTrip() time.Duration {
+	var trips []time.Duration
+	for i := range f.log {
+		if r := &f.log[i]; r.state == tookIt {
+			trips = append(trips, r.done.Sub(r.sent))
+		}
+	}
+	if len(trips) == 0 {
+		return 0
+	}
+	slices.Sort(trips)
+	return trips[len(trips)/2]
+}
+
 // at returns request seq, or nil when the log no longer holds it.
 func (f *flights) at(seq int64) *flight {
 	if r := &f.log[seq%flightLen]; seq >= 0 && r.seq == seq && r.state != noFlight {

@@ -92,7 +92,7 @@ func (f *sinceFull) nay(sentAt time.Time, n float64) {
 // has taken nothing since the first of a run of refusals.
 func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	f := &e.full
-	if f.last.at.IsZero() {
+	if f.first.IsZero() {
 		f.burst, f.first = f.sent-f.nays, sentAt
 	}
 	e.cut.took, e.cut.between, e.cut.since, _ = f.took(f.last, sentAt)

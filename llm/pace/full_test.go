@@ -277,3 +277,33 @@ func TestFullRateNotOverAClimb(t *testing.T) {
 		}
 	}
 }
+
+// What the server took before its first refusal of all, its burst, stays
+// known when the refusals are found to be a concurrency cap's and the
+// estimator starts afresh: it bounds how long what the server takes
+// between refusals measures its rate. (Forgotten, a leaky bucket with no
+// burst taken for a cap of 1 seemed to hold 40, the 40 admitted before
+// the next refusal, and a climb's average cut the pace.)
+func TestAfreshKeepsBurst(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	e.full.sent, e.full.nays = 4, 3 // 4 at once, 1 admitted
+	e.markFull(t0, 0)
+	if e.full.burst != 1 {
+		t.Fatalf("burst %v, want 1", e.full.burst)
+	}
+	e.stretch(2 * time.Second)
+	n := e.afresh(at(time.Second))
+	if n.span != 2*time.Second || !math.IsInf(n.rate, 1) || n.good != 0 || n.bad != 0 {
+		t.Errorf("afresh: span %v rate %v good %v bad %v, want 2s, none, 0, 0", n.span, n.rate, n.good, n.bad)
+	}
+	n.full.sent = 40 // 40 admitted before its first refusal
+	n.markFull(at(10*time.Second), 0)
+	if n.full.burst != 1 {
+		t.Errorf("burst %v after the first refusal afresh, want still 1", n.full.burst)
+	}
+	// 70 taken over 10 s: at 7 a second a twentieth under would take a
+	// burst of 3.5 to be full at both ends, not the 1 it has.
+	if r, _, ok := n.fullRate(pending{since: 10 * time.Second, took: 70, n: 1}); ok {
+		t.Errorf("fullRate %.2f, ok: want no measure over longer than the burst lasts", r)
+	}
+}

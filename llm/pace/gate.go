@@ -26,9 +26,14 @@ func (ln *lane) takeSlot(ctx context.Context, t *turn) error {
 		ln.gate.policy.blocked = true
 		ln.pass(t, false)
 		wake := ln.changed
+		// The slow start opens with time as well as with answers, and a
+		// probe's slot after a spell.
+		d := slowStep
+		if shut := ln.gate.policy.shut(now); shut > 0 {
+			d = min(d, shut)
+		}
 		ln.mu.Unlock()
-		// The slow start opens with time as well as with answers.
-		if err := sleep(ctx, slowStep, wake); err != nil {
+		if err := sleep(ctx, d, wake); err != nil {
 			return err
 		}
 	}
@@ -77,9 +82,7 @@ func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 func (ln *lane) capChanged(now time.Time, was int, found bool) {
 	if found {
 		ln.until = now
-		span := ln.req.est.span
-		ln.req.est = newEstimator(ln.l.ceiling(ln.l.cfg.RPM), ln.l.cfg.Adapt, now)
-		ln.req.est.stretch(span)
+		ln.req.est = ln.req.est.afresh(now)
 		ln.logged("rpm", &ln.req, now, 1)
 	}
 	if is := ln.gate.policy.cap; is != was {

@@ -21,6 +21,12 @@ func TestLaneFindsCap(t *testing.T) {
 	}{
 		{"a cap of 3", capServer(3), 3, 13 * time.Second},      // 300 at 100 ms, three at a time: 10 s
 		{"20 a second", windowServer(20), 0, 20 * time.Second}, // 15 s
+		// nginx's limit_req with no burst: one of two sent at once is
+		// refused with the other in hand, as under a cap of 1. 30 s at
+		// best; the climbs are slow under Retry-After: 1 (see worth).
+		// Taken for a cap of 1, with probes of 2 sent beside another
+		// request and refused, it took 62 s.
+		{"a request each 100 ms, answered in 200 ms", spacedServer(100*time.Millisecond, 200*time.Millisecond), 0, 45 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,6 +44,9 @@ func TestLaneFindsCap(t *testing.T) {
 				}
 				if took > tt.most || refused > 15 {
 					t.Errorf("took %v with %d refusals, want at most %v and 15", took, refused, tt.most)
+				}
+				if testing.Verbose() {
+					t.Logf("took %v with %d refusals, cap %d", took, refused, capFound)
 				}
 				if rpm, _ := l.Effective("m"); tt.wantCap > 0 && rpm != 0 {
 					t.Errorf("the request pace is %v/min under a cap, want none", rpm)
@@ -83,6 +92,22 @@ func windowServer(n int) func(time.Time) (bool, func()) {
 		}
 		used++
 		return true, func() { time.Sleep(50 * time.Millisecond) }
+	}
+}
+
+// spacedServer admits a request every interval at most, as a leaky bucket
+// with no burst does, each taking latency.
+func spacedServer(interval, latency time.Duration) func(time.Time) (bool, func()) {
+	var mu sync.Mutex
+	var last time.Time
+	return func(now time.Time) (bool, func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !last.IsZero() && now.Sub(last) < interval {
+			return false, nil
+		}
+		last = now
+		return true, func() { time.Sleep(latency) }
 	}
 }
 

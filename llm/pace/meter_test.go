@@ -143,3 +143,32 @@ func TestLongRunRateNotOverAClimb(t *testing.T) {
 		t.Errorf("no pace held: rate %.2f ok %v, want about 4.5 and ok", r, ok)
 	}
 }
+
+// A long run refused at both ends is no measure where the lane got more
+// than it in the seconds before the refusal, its burst aside (see
+// keptUp): the server was not full between. 6 a second for 12 s, then 9
+// for 4 s, refused at the start and at the end, with a burst of one (a
+// leaky bucket with none): not a climb by the halves (48 then 60), and
+// the 6.75 a second of the whole horizon would cut the pace held at 9 to
+// 6.4; the last 4 s took 8.5 a second, more than it.
+func TestLongRunRateNotOverWhatWasKept(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	e.full.burst = 1
+	for i := range 160 {
+		per := 0.6
+		if i >= 120 {
+			per = 0.9
+		}
+		e.long.got.add(at(time.Duration(i)*100*time.Millisecond), per)
+	}
+	e.long.nays.add(at(time.Second), 1)
+	now := at(16 * time.Second)
+	e.long.nays.add(now, 1)
+	if r, ok := e.long.rate(now, time.Second, 0); !ok || r < 6.5 || r > 7 {
+		t.Fatalf("the long run: %.2f ok %v, want about 6.75 and ok", r, ok)
+	}
+	cut := pending{at: now, decideAt: now, sentRate: 10, rate: 10, between: 15 * time.Second}
+	if next, _ := e.bounded(now, cut); next < 8.5 {
+		t.Errorf("cut to %.2f a second, want no lower than what the last 4 s took (8.5)", next)
+	}
+}
