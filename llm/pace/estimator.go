@@ -131,21 +131,6 @@ func newEstimator(ceil float64, adapt bool, now time.Time) estimator {
 	return estimator{ceil: ceil, adapt: adapt, rate: ceil, span: minSpan, patience: firstPatience, ep: epoch{start: now}}
 }
 
-// afresh returns the estimator as new from now, what the refusals taught
-// it forgotten: they were a concurrency cap's (see lane.capChanged). It
-// keeps what does not come of them: the longest span seen, and what the
-// server took before its first refusal of all, its burst, which bounds
-// how long what it takes between refusals measures its rate (see
-// fullRate). (Forgotten under a cap that was a mistake, nginx's limit_req
-// with no burst seemed to hold 40, and what it took over a climb from 5 a
-// second, 7 a second, cut the pace held at 9 a second.)
-func (e *estimator) afresh(now time.Time) estimator {
-	n := newEstimator(e.ceil, e.adapt, now)
-	n.stretch(e.span)
-	n.full.burst, n.full.first = e.full.burst, e.full.first
-	return n
-}
-
 // sent counts n units sent. A pace never goes under one such a minute.
 func (e *estimator) sent(n float64) {
 	e.ep.sent += n

@@ -108,6 +108,21 @@ func (e *estimator) markFull(sentAt time.Time, hold time.Duration) {
 	f.held += hold
 }
 
+// afresh returns the estimator as new from now, what the refusals taught
+// it forgotten: they were a concurrency cap's (see lane.capChanged). It
+// keeps what does not come of them: the longest span seen, and what the
+// server took before its first refusal of all, its burst, which bounds
+// how long what it takes between refusals measures its rate (see
+// fullRate). (Forgotten under a cap that was a mistake, nginx's limit_req
+// with no burst seemed to hold 40, and what it took over a climb from 5 a
+// second, 7 a second, cut the pace held at 9 a second.)
+func (e *estimator) afresh(now time.Time) estimator {
+	n := newEstimator(e.ceil, e.adapt, now)
+	n.stretch(e.span)
+	n.full.burst, n.full.first = e.full.burst, e.full.first
+	return n
+}
+
 // fullRate returns the rate the server took at from the last refusal
 // marked to cut's, the holds between left out (a window may have emptied
 // in them), and how far over it the server's rate may lie: a window's
