@@ -8,6 +8,11 @@ import (
 // The cut: what the estimator makes of a refusal episode once its hold is
 // over (see estimator.refused).
 
+// deciding reports whether a refusal episode's cut is due at now.
+func (e *estimator) deciding(now time.Time) bool {
+	return !e.cut.decideAt.IsZero() && !now.Before(e.cut.decideAt)
+}
+
 // decide makes the cut of a refusal episode (bracket says how deep), and
 // the rate it counts as refused becomes the one the pace climbs back
 // towards. An epoch with too few answers to say anything cuts nothing and
@@ -235,7 +240,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 			// sent last before the refusal is yet to be answered.
 			took = cut.sent - e.ep.refused
 		}
-		return max(took/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate), 0
+		return max(took/max(elapsed, minSpan).Seconds(), cutDeep*cut.sentRate, e.single), 0
 	case enough && e.ep.nays >= 2 && (e.ep.refused > e.ep.admitted || e.ep.held > elapsed) && (elapsed >= e.span || !e.overHeld(cut.sentRate)) &&
 		cut.at.Sub(e.ep.start) > e.rtt:
 		// Mostly refused or held: the pace is far over. What the server

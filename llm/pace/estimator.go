@@ -68,6 +68,7 @@ type estimator struct {
 	shown      bool          // the newest refusal's headers told its window, which the lane's tracker follows
 	tracked    float64       // the rate that window admits, as the tracker follows it (see admits); 0: not known
 	stayed     bool          // that rate is the stay late probes showed (see late.go)
+	single     float64       // the least rate the opening's bunches show, one taken of each (see flights.singles)
 	fine       bool          // its hint came finer than whole seconds
 	drained    bool          // it has, once
 	held       int           // spans held at a settled pace

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -275,6 +276,9 @@ func (ln *lane) send(t *turn) (p *Permit, paused bool) {
 
 // tick lets the policies judge what time has shown. ln.mu is held.
 func (ln *lane) tick(now time.Time) {
+	if e := &ln.req.est; e.deciding(now) && math.IsInf(e.cut.rate, 1) {
+		e.single = ln.gate.policy.log.singles() // the first cut of all, with no pace (see bracket)
+	}
 	ln.req.est.tick(now)
 	ln.tok.est.tick(now)
 	if was := ln.gate.policy.cap; ln.gate.policy.tick(now, ln.req.est.span) {
