@@ -9,6 +9,7 @@ import (
 type gate struct {
 	policy   concurrency
 	inFlight int
+	before   *estimator // the request estimator as the cap found set it aside; nil: none (see capChanged)
 }
 
 // takeSlot takes a slot of the gate for t; waiting for one, t stops
@@ -78,18 +79,34 @@ func (ln *lane) answered(p *Permit, now time.Time, st flightState) bool {
 
 // capChanged logs a change of the cap from was; one found just now
 // lifts the pause the cap's refusals set (the gate holds the others now)
-// and makes the request pace forget what they taught it. ln.mu is held.
+// and makes the request pace forget what they taught it, its estimator
+// set aside. A cap dropped as a mistake (see judge) brings that estimator
+// back, at the pace it had: the refusals were a rate limit's after all.
+// (Started afresh with no pace instead, a lane that had held 496/min at
+// nginx's 10 a second with no burst sent all 16 of -j at once, and 15 were
+// refused.) ln.mu is held.
 func (ln *lane) capChanged(now time.Time, was int, found bool) {
 	if found {
 		ln.until = now
+		before := ln.req.est
+		ln.gate.before = &before
 		ln.req.est = ln.req.est.afresh(now)
 		ln.logged("rpm", &ln.req, now, 1)
 	}
-	if is := ln.gate.policy.cap; is != was {
-		ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", is)
-		if found {
-			ln.l.log.Info("concurrency cap found", "model", ln.model, "in flight", is)
-		}
+	is := ln.gate.policy.cap
+	if is == was {
+		return
+	}
+	ln.l.log.Debug("pace", "model", ln.model, "limit", "in flight", "from", was, "to", is)
+	switch {
+	case found:
+		ln.l.log.Info("concurrency cap found", "model", ln.model, "in flight", is)
+	case is == 0 && ln.gate.before != nil:
+		e := ln.gate.before
+		e.cut = pending{} // an episode it was in is over
+		e.shift(now, e.rate)
+		ln.req.est, ln.gate.before = *e, nil
+		ln.logged("rpm", &ln.req, now, 1)
 	}
 }
 

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -192,4 +193,35 @@ func TestCapHoldsSlotsTaken(t *testing.T) {
 		}
 		(<-sent).Done(Outcome{Result: Admitted})
 	})
+}
+
+// A cap found sets the request estimator aside and starts one afresh; the
+// cap dropped as a mistake brings it back at its pace, the refusals a
+// rate limit's after all, where the fresh one would send all of -j at
+// once (see capChanged).
+func TestCapDroppedBringsPaceBack(t *testing.T) {
+	l := New(Config{Concurrency: 16, Adapt: true})
+	ln := l.lane("m")
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	now := l.now()
+	ln.req.est.rate, ln.req.est.good = 8, 8 // 480/min, held
+	ln.req.sync(now, 1)
+	ln.gate.policy.cap = 2
+	ln.capChanged(now, 0, true)
+	if r := ln.req.est.rate; !math.IsInf(r, 1) || ln.req.est.good != 0 {
+		t.Fatalf("under the cap found: pace %v, good %v; want none, 0", r, ln.req.est.good)
+	}
+	later := now.Add(3 * time.Second)
+	ln.gate.policy.cap = 0 // judge found it a mistake
+	ln.capChanged(later, 2, false)
+	if e := ln.req.est; e.rate != 8 || e.good != 8 || !e.ep.start.Equal(later) {
+		t.Errorf("the cap dropped: pace %v, good %v, epoch from %v; want 8, 8, from %v", e.rate, e.good, e.ep.start, later)
+	}
+	if ln.req.lim == nil || float64(ln.req.lim.Limit()) != 8 {
+		t.Errorf("the rate limiter not back at the pace: %v", ln.req.lim)
+	}
+	if ln.gate.before != nil {
+		t.Error("the estimator set aside is still held")
+	}
 }
