@@ -27,7 +27,9 @@ func (e *estimator) used(now time.Time) bool {
 // for patience spans, then a probe at it (worth its cost, see worthProbe);
 // with no refusal known, a step.
 func (e *estimator) up(now time.Time) float64 {
-	e.good = max(e.good, e.rate)
+	if e.rate >= e.good {
+		e.good, e.goodFor = e.rate, now.Sub(e.ep.start)
+	}
 	switch {
 	case e.bad == 0:
 		return e.rate * e.step()

@@ -54,6 +54,7 @@ type estimator struct {
 
 	rate       float64       // the pace now; +Inf: none
 	good       float64       // highest rate held for a span without refusal; 0: none yet
+	goodFor    time.Duration // how long it held (see fullRate)
 	bad        float64       // the rate sent at when last refused; 0: none known
 	span       time.Duration // how long a pace is tried: the longest window or round trip seen
 	locked     int           // cuts in a row of epochs that admitted nothing

@@ -137,10 +137,21 @@ func (e *estimator) fullRate(cut pending) (rate, slack float64, ok bool) {
 		return 0, 0, false
 	}
 	rate = cut.took / cut.since.Seconds()
-	if (1-cutTo)*rate*cut.since.Seconds() > e.full.burst || rate < e.good && e.climbedTo(cut) {
+	if (1-cutTo)*rate*cut.since.Seconds() > e.full.burst || rate < e.good && (e.climbedTo(cut) || e.belowHeld(rate)) {
 		return 0, 0, false
 	}
 	return rate, e.span.Seconds() / cut.since.Seconds(), true
+}
+
+// belowHeld reports whether rate is under what the pace held for a span
+// (good) shows the server lets through: holding it for goodFor, the server
+// took good that long, no more than its rate that long and its burst (what
+// it took before its first refusal). (nginx's limit_req with no burst, 334/min
+// held 2.2 s, its burst 1: 5.1 a second at least, where what it took
+// between refusals while the pace climbed to there, 4.6, cut the pace to
+// 260/min and the run took 1.51x.)
+func (e *estimator) belowHeld(rate float64) bool {
+	return e.goodFor > 0 && rate < e.good-e.full.burst/e.goodFor.Seconds()
 }
 
 // climbedTo reports whether the lane climbed to cut's refusal from far

@@ -307,3 +307,29 @@ func TestAfreshKeepsBurst(t *testing.T) {
 		t.Errorf("fullRate %.2f, ok: want no measure over longer than the burst lasts", r)
 	}
 }
+
+// What the server took between refusals is no measure under what a pace
+// held for a span shows it lets through, its burst aside (see belowHeld):
+// 5.57 a second held 2.2 s, a burst of 1, is 5.1 a second at least.
+func TestFullRateNotBelowHeld(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	e.full.burst, e.good = 1, 5.57
+	cut := pending{at: at(10 * time.Second), since: 4 * time.Second, took: 18.4, n: 1} // 4.6 a second
+	if r, _, ok := e.fullRate(cut); !ok {
+		t.Fatalf("with no time held known: %.2f, not a measure; want one", r)
+	}
+	e.goodFor = 2200 * time.Millisecond
+	if r, _, ok := e.fullRate(cut); ok {
+		t.Errorf("%.2f a second measured under the 5.1 the pace held shows", r)
+	}
+}
+
+// up records how long the pace it makes good held.
+func TestUpRecordsGoodFor(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	e.shift(t0, 5)
+	e.up(at(2 * time.Second))
+	if e.good != 5 || e.goodFor != 2*time.Second {
+		t.Errorf("good %v for %v, want 5 for 2s", e.good, e.goodFor)
+	}
+}
