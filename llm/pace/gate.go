@@ -10,6 +10,7 @@ type gate struct {
 	policy   concurrency
 	inFlight int
 	before   *estimator // the request estimator as the cap found set it aside; nil: none (see capChanged)
+	paces    uint64     // how often it was brought back: a turn at the paces taken before is taken again
 }
 
 // takeSlot takes a slot of the gate for t; waiting for one, t stops
@@ -38,6 +39,19 @@ func (ln *lane) takeSlot(ctx context.Context, t *turn) error {
 			return err
 		}
 	}
+}
+
+// stillPaid reports whether t's turn at the paces, if it took one, still
+// stands: not once the request estimator was brought back since (see
+// capChanged). (Turned back at a cap found while there was no pace, and
+// their turns not taken again, fifteen went at once when the cap was
+// dropped, and ten were refused.)
+func (ln *lane) stillPaid(t *turn, paid bool) bool {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	paid = paid && t.paces == ln.gate.paces
+	t.paces = ln.gate.paces
+	return paid
 }
 
 // slotLimit returns how many of the lane's requests may hold a slot at
@@ -106,6 +120,7 @@ func (ln *lane) capChanged(now time.Time, was int, found bool) {
 		e.cut = pending{} // an episode it was in is over
 		e.shift(now, e.rate)
 		ln.req.est, ln.gate.before = *e, nil
+		ln.gate.paces++ // those turned back by the cap, their turn at no pace taken, pay this one
 		ln.logged("rpm", &ln.req, now, 1)
 	}
 }

@@ -212,9 +212,23 @@ func TestCapDroppedBringsPaceBack(t *testing.T) {
 	if r := ln.req.est.rate; !math.IsInf(r, 1) || ln.req.est.good != 0 {
 		t.Fatalf("under the cap found: pace %v, good %v; want none, 0", r, ln.req.est.good)
 	}
+	turned := &turn{} // paid at no pace, turned back by the cap's gate (see overGate)
+	ln.mu.Unlock()
+	if !ln.stillPaid(turned, true) {
+		t.Fatal("a turn paid under the cap does not stand")
+	}
+	ln.mu.Lock()
 	later := now.Add(3 * time.Second)
 	ln.gate.policy.cap = 0 // judge found it a mistake
 	ln.capChanged(later, 2, false)
+	ln.mu.Unlock()
+	if ln.stillPaid(turned, true) {
+		t.Error("a turn paid at no pace stands once the pace is back: it would go at once")
+	}
+	if !ln.stillPaid(turned, true) {
+		t.Error("a turn paid again at the pace brought back does not stand")
+	}
+	ln.mu.Lock()
 	if e := ln.req.est; e.rate != 8 || e.good != 8 || !e.ep.start.Equal(later) {
 		t.Errorf("the cap dropped: pace %v, good %v, epoch from %v; want 8, 8, from %v", e.rate, e.good, e.ep.start, later)
 	}

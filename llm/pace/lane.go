@@ -83,7 +83,7 @@ func (ln *lane) acquire(ctx context.Context, n int) (*Permit, error) {
 		if err == nil {
 			free, err = ln.takeSlots(ctx, t)
 		}
-		if err == nil && !paid {
+		if err == nil && !ln.stillPaid(t, paid) {
 			if err = ln.takePaces(ctx, t); err == nil {
 				err = ln.takeShared(ctx, n)
 			}

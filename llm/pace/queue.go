@@ -38,6 +38,7 @@ type turn struct {
 	waiting bool      // it waits for room in the windows (in waitWindows)
 	passing bool      // it fitted and is on its way to be sent: its room is held for it
 	owed    int       // tokens its turn at the token pace takes when it is sent (see takePaces)
+	paces   uint64    // the lane's gate.paces when it took its turn at the paces
 }
 
 // before reports whether u goes before t when both fit alone but not
