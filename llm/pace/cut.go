@@ -109,41 +109,6 @@ func (e *estimator) hinted(cut pending) (float64, bool) {
 	return r, took > 0 && r < cutDeep*cut.sentRate
 }
 
-// opening reports whether cut is the first of all (no pace yet) after
-// requests enough to measure, if not answers enough: answers slower than
-// the hold (latency over the window) are yet to come, and those not
-// refused by now count as taken, since a refusal comes back at once.
-// (Going on with no pace until they came, the lane was refused four
-// times more in the first second and a half.) Not when the refusal's
-// headers told the window: the lane's tracker holds the sends to it
-// meanwhile, and a window of a minute is no second's.
-func (e *estimator) opening(cut pending) bool {
-	return math.IsInf(cut.rate, 1) && cut.sends >= minAnswers && !cut.shown
-}
-
-// goOn decides an episode whose epoch had too few answers to say
-// anything: the epoch goes on, and the next refusal decides with more;
-// but mostly refused (two thirds of what was answered, two at least, and
-// half of what was sent), the pace is far over and halves. Answers slower
-// than the window are not refusals: a refusal comes back at once, and
-// those refused before any answer came back are no reason to halve the
-// pace, told or found.
-func (e *estimator) goOn(cut pending) {
-	e.ep.held += cut.decideAt.Sub(cut.at)
-	if e.ep.refused > 2*e.ep.admitted && e.ep.nays >= 2 && 2*e.ep.refused >= e.ep.sent {
-		if e.good == 0 && e.bad == 0 && !math.IsInf(cut.rate, 1) && !e.drained {
-			// Mostly refused at the first pace, nothing yet known of the
-			// rate: the opening burst may still count against it, at a
-			// server that counts what it refuses. Once, the next refusal
-			// holds a whole span instead of the pace halving.
-			e.drain, e.drained = true, true
-			e.shift(cut.decideAt, cut.rate) // and what follows is judged afresh
-			return
-		}
-		e.rate = max(cut.rate/2, e.least(cut))
-	}
-}
-
 // bounded is bracket's cut with its bounds: a long horizon refused all
 // along bounds it by what the server let through there (the whole run,
 // while it is shorter than that horizon: see sinceFirst); cut after cut

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -63,4 +64,30 @@ func TestOpeningTold(t *testing.T) {
 			t.Errorf("told 1,200 a minute, not answered: pace %.2f, want the ceiling 1200/1.03", rpm)
 		}
 	})
+}
+
+// TestOpeningBunchMostlyRefusedPaces: the opening's first bunch, four at
+// once, one admitted and three refused, is too few to measure, but the
+// server holds less than a third of it at once: the pace goes to what it
+// took over the hold (one a quarter second), not back to none, where the
+// next four at once would all be refused; and it climbs from there at the
+// doubling step.
+func TestOpeningBunchMostlyRefusedPaces(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	e := newEstimator(math.Inf(1), true, t0)
+	for range 4 {
+		e.sent(1)
+	}
+	var hold time.Duration
+	for range 3 {
+		hold = max(hold, e.refused(t0.Add(time.Millisecond), t0, 1, 0))
+	}
+	e.admitted(t0.Add(200*time.Millisecond), t0, 1)
+	e.tick(e.cut.decideAt)
+	if math.IsInf(e.rate, 1) || e.rate < 3.5 || e.rate > 4.5 {
+		t.Fatalf("after the bunch's hold of %v: pace %.2f/s, want about 4/s (one taken a quarter second)", hold, e.rate)
+	}
+	if f := e.factor(); f < 1.4 {
+		t.Errorf("the climb from it steps by %.2f, want the doubling step's 1.4 at least", f)
+	}
 }
