@@ -45,7 +45,8 @@ type quantity struct {
 	// opening: until the lane's first answer, the most the pace may be,
 	// a second (see Limiter.opening); 0: no cap.
 	opening float64
-	heard   bool // the server has answered a request of the lane (see byPhases)
+	heard   bool      // the server has answered a request of the lane (see byPhases)
+	turn    time.Time // the last turn at the pace given (see spaced)
 }
 
 func newLane(l *Limiter, model string) *lane {

@@ -228,3 +228,56 @@ func TestOwnSecondDebtTakenWhenSent(t *testing.T) {
 		p.Done(Outcome{Result: Admitted})
 	})
 }
+
+// TestPaceRaisedKeepsSpacing: a pace raised between two turns gives the
+// next no sooner than the new pace's spacing after the turn before, kept
+// at the old pace. (The rate.Limiter counted the turn kept as paid at the
+// new pace, and gave the next 94 ms after it at 451 a minute: nginx's
+// limit_req with no burst refused it.) Raised at each point between two
+// turns at 336 a minute, to 451.
+func TestPaceRaisedKeepsSpacing(t *testing.T) {
+	const from, to = 336.0 / 60, 451.0 / 60
+	least := time.Second * 60 / 451
+	for _, at := range []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 90 * time.Millisecond, 130 * time.Millisecond, 170 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			l := New(Config{RPM: 60_000})
+			ln := l.lane("")
+			set := func(r float64) {
+				ln.mu.Lock()
+				ln.req.est.rate, ln.req.est.ceil = r, r
+				ln.logged("rpm", &ln.req, ln.l.now(), 1)
+				ln.wake()
+				ln.mu.Unlock()
+			}
+			set(from)
+			var mu sync.Mutex
+			var sends []time.Time
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					for range 5 {
+						if err := wait(l, t.Context(), 1); err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						sends = append(sends, time.Now())
+						mu.Unlock()
+					}
+				})
+			}
+			time.Sleep(2 * time.Second)
+			mu.Lock()
+			last := sends[len(sends)-1]
+			mu.Unlock()
+			time.Sleep(time.Until(last.Add(at)))
+			set(to)
+			wg.Wait()
+			for i := 1; i < len(sends); i++ {
+				if gap := sends[i].Sub(sends[i-1]); sends[i-1].After(last.Add(-time.Nanosecond)) && gap < least-time.Millisecond {
+					t.Fatalf("raised %v after a turn: the next two went %v apart, want %v at least", at, gap, least)
+				}
+			}
+		})
+	}
+}
