@@ -79,8 +79,13 @@ func (e *estimator) towards(now time.Time) float64 {
 		return back
 	}
 	next := min((e.rate+e.bad)/2, e.rate*e.factor())
-	if e.bad > farUnder*e.rate {
-		next = math.Sqrt(e.rate * e.bad) // far under: halfway, as rates go (see farUnder)
+	if e.bad > farUnder*e.rate || e.searching && e.cost <= quickHold {
+		// Far under (see farUnder), or anywhere between with a refusal
+		// that costs little (see searching): halfway, as rates go. Where
+		// a refusal costs a ban or a hint's wait, the steps stay small:
+		// at a penalty box held at its limit, a probe halfway up was
+		// worth its 2 s ban 13 s on, and cost one (1.14x -> 1.21x).
+		next = math.Sqrt(e.rate * e.bad)
 	}
 	if !e.worth(now, next) {
 		return e.rate

@@ -85,6 +85,7 @@ type estimator struct {
 	long       longRun       // what was admitted and refused over the last minute or so
 	full       sinceFull     // what the server took since it last refused (see fullRate)
 	measured   bool          // bad is what it took between two refusals (see up)
+	searching  bool          // the pace is the one held before a step up refused, nothing measured: the rate lies anywhere between (see towards)
 	hedge      hedge         // the last cut's, if it went under what was admitted out of holds
 	window     time.Duration // the window the lane's answers show, its burst a window's worth (see windowRate); 0: none
 	lockedOut  bool          // a run of refusals has lasted lockout (see dryRun)
