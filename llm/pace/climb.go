@@ -28,7 +28,7 @@ func (e *estimator) used(now time.Time) bool {
 // with no refusal known, a step.
 func (e *estimator) up(now time.Time) float64 {
 	if e.rate >= e.good {
-		e.good, e.goodFor = e.rate, now.Sub(e.ep.start)
+		e.good, e.goodFor, e.goodClimbed = e.rate, now.Sub(e.ep.start), e.climbed
 	}
 	switch {
 	case e.bad == 0:
@@ -81,10 +81,11 @@ func (e *estimator) towards(now time.Time) float64 {
 	next := min((e.rate+e.bad)/2, e.rate*e.factor())
 	if e.bad > farUnder*e.rate || e.searching && e.cost <= quickHold {
 		// Far under (see farUnder), or anywhere between with a refusal
-		// that costs little (see searching): halfway, as rates go. Where
-		// a refusal costs a ban or a hint's wait, the steps stay small:
-		// at a penalty box held at its limit, a probe halfway up was
-		// worth its 2 s ban 13 s on, and cost one (1.14x -> 1.21x).
+		// that costs little (see searching): halfway, as rates go. A
+		// pace a cut measured is likely near the server's rate, and
+		// where a refusal costs a ban or a hint's wait the steps stay
+		// small: at a penalty box held at its limit, a probe halfway up
+		// was worth its 2 s ban 13 s on, and cost one (1.14x -> 1.21x).
 		next = math.Sqrt(e.rate * e.bad)
 	}
 	if !e.worth(now, next) {

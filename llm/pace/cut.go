@@ -27,7 +27,7 @@ func (e *estimator) deciding(now time.Time) bool {
 func (e *estimator) decide(now time.Time) {
 	cut := e.cut
 	e.cut, e.rate, e.hedge = pending{}, cut.rate, hedge{} // a refusal: any hedge is done with
-	e.searching = false
+	e.searching, e.climbed = false, false
 	if r, measured, ok := e.unpaced(cut); ok {
 		// The first refusal of all, its hint a window's, or one again
 		// with the tracker following the window the refusals tell:
@@ -225,7 +225,7 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 		okRate, measured = e.ep.admitted/max(elapsed-e.rtt, minSpan).Seconds(), true
 	case e.overHeld(cut.sentRate):
 		next = max(e.good, cutDeep*cut.sentRate)
-		e.searching = next == e.good
+		e.searching = next == e.good && e.goodClimbed
 	}
 	if measured {
 		next = min(max(cutTo*okRate, cutDeep*cut.sentRate), next)
