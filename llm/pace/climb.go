@@ -28,7 +28,10 @@ func (e *estimator) used(now time.Time) bool {
 // with no refusal known, a step.
 func (e *estimator) up(now time.Time) float64 {
 	if e.rate >= e.good {
-		e.good, e.goodFor, e.goodClimbed = e.rate, now.Sub(e.ep.start), e.climbed
+		if e.rate > e.good {
+			e.goodClimbed = e.climbed // back at good, it stays what it was
+		}
+		e.good, e.goodFor = e.rate, now.Sub(e.ep.start)
 	}
 	switch {
 	case e.bad == 0:

@@ -25,7 +25,7 @@ func (e *estimator) deciding(now time.Time) bool {
 // span. Cuts in a row go deeper, and a long horizon refused all along
 // bounds them by what the server let through (see longRun.rate).
 func (e *estimator) decide(now time.Time) {
-	cut := e.cut
+	cut, searching, climbed := e.cut, e.searching, e.climbed
 	e.cut, e.rate, e.hedge = pending{}, cut.rate, hedge{} // a refusal: any hedge is done with
 	e.searching, e.climbed = false, false
 	if r, measured, ok := e.unpaced(cut); ok {
@@ -44,7 +44,9 @@ func (e *estimator) decide(now time.Time) {
 	_, _, full := e.fullRate(cut)
 	_, dry := e.dryRate(cut)
 	if e.ep.answers < minAnswers && !e.opening(cut) && !locked && !e.overHeld(cut.sentRate) && !full && !dry {
-		e.goOn(cut)
+		if e.goOn(cut); e.rate == cut.rate {
+			e.searching, e.climbed = searching, climbed // nothing changed: the search goes on
+		}
 		return
 	}
 	if locked {
@@ -68,12 +70,14 @@ func (e *estimator) decide(now time.Time) {
 	if cut.sentRate <= e.good || (bad > 0 && e.good >= bad) {
 		e.good = 0 // refused at a pace once held: a burst allowance held it
 	}
+	next = max(next, e.least(cut))
+	e.searching = e.searching && !e.measured && e.good > 0 && next == e.good // bracket's, if the bounds kept it
 	if e.probing {
 		e.patience = min(2*e.patience, maxPatience) // a probe failed: probe more rarely
 	}
 	e.downs++
 	e.bad, e.held, e.sinceProbe = bad, 0, 0
-	e.shift(now, max(next, e.least(cut)))
+	e.shift(now, next)
 }
 
 // stayFloor is r, no lower than the rate the stay late probes showed
@@ -247,6 +251,9 @@ func (e *estimator) toldFirst(cut pending) bool {
 // overHeld reports whether rate is over a pace held for a span (good):
 // refused there, the rate lies between the two.
 func (e *estimator) overHeld(rate float64) bool { return e.good > 0 && e.good < rate }
+
+// share is the share of the units answered in the epoch that were refused.
+func (ep *epoch) share() float64 { return ep.refused / max(ep.admitted+ep.refused, 1) }
 
 // lumpy reports whether the epoch answered too few units for its shares to
 // measure the server: fewer than minAnswers of its biggest request's. A

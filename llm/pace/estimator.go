@@ -52,47 +52,46 @@ type estimator struct {
 	floor float64 // the pace never goes under this (tokens: the longest request a minute)
 	adapt bool    // learn from refusals; if not, the pace is ceil for ever
 
-	rate        float64       // the pace now; +Inf: none
-	good        float64       // highest rate held for a span without refusal; 0: none yet
-	goodFor     time.Duration // how long it held (see fullRate)
-	bad         float64       // the rate sent at when last refused; 0: none known
-	span        time.Duration // how long a pace is tried: the longest window or round trip seen
-	locked      int           // cuts in a row of epochs that admitted nothing
-	rtt         time.Duration // the round trip of the newest answer admitted
-	nayTrip     time.Duration // the longest round trip of a refusal lately; 0: none seen (see heard)
-	okAt        time.Time     // when the newest request admitted went
-	nayAt       time.Time     // when the first request refused since went
-	dryCut      bool          // an episode began in the run of refusals since nayAt, past lockout or at a wall
-	runCut      bool          // an episode began in that run at all, told nothing and with no hint (see outWalled)
-	drain       bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
-	explained   bool          // the last refusal was one the known noise level accounts for
-	shown       bool          // the newest refusal's headers told its window, which the lane's tracker follows
-	tracked     float64       // the rate that window admits, as the tracker follows it (see admits); 0: not known
-	stayed      bool          // that rate is the stay late probes showed (see late.go)
-	single      float64       // the least rate the opening's bunches show, one taken of each (see flights.singles)
-	fine        bool          // its hint came finer than whole seconds
-	drained     bool          // it has, once
-	held        int           // spans held at a settled pace
-	patience    int           // spans to hold a settled pace before a probe
-	sinceProbe  int           // requests admitted since the last cut
-	probing     bool          // the pace is a probe at bad
-	downs       int           // cuts in a row with no step up between: each cuts deeper
-	cut         pending       // a refusal episode's cut, to decide when its hold is over
-	cost        time.Duration // the hold the newest refusal episode set (see worth)
-	costAt      time.Time     // when it began
-	noise       noise         // refusals that come whatever the pace, if shown
-	climbs      int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
-	long        longRun       // what was admitted and refused over the last minute or so
-	full        sinceFull     // what the server took since it last refused (see fullRate)
-	measured    bool          // bad is what it took between two refusals (see up)
-	searching   bool          // the pace is one a step up reached and held, back to it after a step further refused, nothing measured: the rate lies anywhere between (see towards)
-	climbed     bool          // the pace is a step up, not a cut's
-	goodClimbed bool          // so was good, when it was held
-	hedge       hedge         // the last cut's, if it went under what was admitted out of holds
-	window      time.Duration // the window the lane's answers show, its burst a window's worth (see windowRate); 0: none
-	lockedOut   bool          // a run of refusals has lasted lockout (see dryRun)
-	sends       int           // requests sent in all: with full.sent, the mean request's units (see epoch.weight)
-	ep          epoch
+	rate                 float64       // the pace now; +Inf: none
+	good                 float64       // highest rate held for a span without refusal; 0: none yet
+	goodFor              time.Duration // how long it held (see fullRate)
+	bad                  float64       // the rate sent at when last refused; 0: none known
+	span                 time.Duration // how long a pace is tried: the longest window or round trip seen
+	locked               int           // cuts in a row of epochs that admitted nothing
+	rtt                  time.Duration // the round trip of the newest answer admitted
+	nayTrip              time.Duration // the longest round trip of a refusal lately; 0: none seen (see heard)
+	okAt                 time.Time     // when the newest request admitted went
+	nayAt                time.Time     // when the first request refused since went
+	dryCut               bool          // an episode began in the run of refusals since nayAt, past lockout or at a wall
+	runCut               bool          // an episode began in that run at all, told nothing and with no hint (see outWalled)
+	drain                bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate
+	explained            bool          // the last refusal was one the known noise level accounts for
+	shown                bool          // the newest refusal's headers told its window, which the lane's tracker follows
+	tracked              float64       // the rate that window admits, as the tracker follows it (see admits); 0: not known
+	stayed               bool          // that rate is the stay late probes showed (see late.go)
+	single               float64       // the least rate the opening's bunches show, one taken of each (see flights.singles)
+	fine                 bool          // its hint came finer than whole seconds
+	drained              bool          // it has, once
+	held                 int           // spans held at a settled pace
+	patience             int           // spans to hold a settled pace before a probe
+	sinceProbe           int           // requests admitted since the last cut
+	probing              bool          // the pace is a probe at bad
+	downs                int           // cuts in a row with no step up between: each cuts deeper
+	cut                  pending       // a refusal episode's cut, to decide when its hold is over
+	cost                 time.Duration // the hold the newest refusal episode set (see worth)
+	costAt               time.Time     // when it began
+	noise                noise         // refusals that come whatever the pace, if shown
+	climbs               int           // steps up in a row with no refusal known: each is bigger (a search's doubling phase)
+	long                 longRun       // what was admitted and refused over the last minute or so
+	full                 sinceFull     // what the server took since it last refused (see fullRate)
+	measured             bool          // bad is what it took between two refusals (see up)
+	searching            bool          // the pace is one a step up reached and held, back to it after a step further refused, nothing measured: the rate lies anywhere between (see towards)
+	climbed, goodClimbed bool          // the pace is a step up, not a cut's; so was good, when held
+	hedge                hedge         // the last cut's, if it went under what was admitted out of holds
+	window               time.Duration // the window the lane's answers show, its burst a window's worth (see windowRate); 0: none
+	lockedOut            bool          // a run of refusals has lasted lockout (see dryRun)
+	sends                int           // requests sent in all: with full.sent, the mean request's units (see epoch.weight)
+	ep                   epoch
 }
 
 // pending is a cut to decide: when, and what was known at the refusal.
@@ -287,9 +286,6 @@ func (e *estimator) tick(now time.Time) {
 		e.shift(now, e.rate) // held where it is, with noise to measure: over recent answers, as above
 	}
 }
-
-// share is the share of the units answered in the epoch that were refused.
-func (ep *epoch) share() float64 { return ep.refused / max(ep.admitted+ep.refused, 1) }
 
 // shift starts a new epoch at pace rate from start.
 func (e *estimator) shift(start time.Time, rate float64) {

@@ -20,9 +20,9 @@ func (e *estimator) opening(cut pending) bool {
 // goOn decides an episode whose epoch had too few answers to say
 // anything: the epoch goes on, and the next refusal decides with more;
 // but mostly refused (two thirds of what was answered, two at least, and
-// half of what was sent), the pace is far over and halves (with none yet,
-// see pacedOpening). Answers slower
-// than the window are not refusals: a refusal comes back at once, and
+// half of what was sent), the pace is far over and halves; with none yet,
+// one is set (see pacedOpening), unless the headers told the window. Answers
+// slower than the window are not refusals: a refusal comes back at once, and
 // those refused before any answer came back are no reason to halve the
 // pace, told or found.
 func (e *estimator) goOn(cut pending) {
@@ -37,7 +37,7 @@ func (e *estimator) goOn(cut pending) {
 			e.shift(cut.decideAt, cut.rate) // and what follows is judged afresh
 			return
 		}
-		if math.IsInf(cut.rate, 1) {
+		if math.IsInf(cut.rate, 1) && !cut.shown {
 			e.pacedOpening(cut)
 			return
 		}
@@ -52,7 +52,9 @@ func (e *estimator) goOn(cut pending) {
 // hold, or the cut the refusal made, the greater, and climbs from there
 // at the doubling step. (nginx's limit_req with no burst, the opening's
 // four at once, one admitted, went back to no pace: of the next four at
-// once all were refused, seven of the run's first eight sent.)
+// once all were refused, seven of the run's first eight sent.) Not where
+// the refusal's headers told the window: the tracker holds the sends to
+// what it has left (see goOn).
 func (e *estimator) pacedOpening(cut pending) {
 	took := max(cut.sent-e.ep.refused, 0)
 	r := max(cutLeast*cut.sentRate, took/max(cut.decideAt.Sub(cut.at), quickHold).Seconds(), e.least(cut))

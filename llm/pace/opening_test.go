@@ -84,7 +84,7 @@ func TestOpeningBunchMostlyRefusedPaces(t *testing.T) {
 	}
 	e.admitted(t0.Add(200*time.Millisecond), t0, 1)
 	e.tick(e.cut.decideAt)
-	if math.IsInf(e.rate, 1) || e.rate < 3.5 || e.rate > 4.5 {
+	if math.IsInf(e.rate, 1) || e.rate < 3.9 || e.rate > 4.1 {
 		t.Fatalf("after the bunch's hold of %v: pace %.2f/s, want about 4/s (one taken a quarter second)", hold, e.rate)
 	}
 	if f := e.factor(); f < 1.4 {

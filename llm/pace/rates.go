@@ -42,7 +42,7 @@ func (ln *lane) takePaces(ctx context.Context, t *turn) error {
 	return ln.take(ctx, t, &ln.tok, tokens, since)
 }
 
-// take waits until lim holds n units (a full burst, for more) and takes
+// take waits until q.lim holds n units (a full burst, for more) and takes
 // them. A request bigger than the burst takes the rest as a debt that
 // later requests wait out: the pace holds over time, as servers counting
 // per window see it. Waiters do not queue: each sleeps until the units
@@ -142,6 +142,9 @@ func (ln *lane) waitTurn(ctx context.Context, t *turn, q *quantity, l *rate.Limi
 // has left.
 func (q *quantity) sync(now time.Time, burst int) {
 	r := q.pace()
+	if math.IsInf(r, 1) || q.lim == nil {
+		q.turn = time.Time{} // no pace, or a new one: no turn given at it yet (see spaced)
+	}
 	switch {
 	case math.IsInf(r, 1):
 		q.lim = nil
@@ -171,7 +174,7 @@ func (q *quantity) sync(now time.Time, burst int) {
 			// Shown the window now: as full as the tracker finds it. (A
 			// pace moved since, or a window shown again after another's
 			// reading, keeps what the limiter holds.)
-			q.lim, q.filled = rate.NewLimiter(rate.Limit(r), b), true
+			q.lim, q.filled, q.turn = rate.NewLimiter(rate.Limit(r), b), true, time.Time{}
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -280,4 +281,28 @@ func TestPaceRaisedKeepsSpacing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSpacingForgetsADroppedPace: a pace dropped (a cap found, say) and
+// set again gives its first turn at once: the turns given at the old one,
+// some ahead of now, space nothing at the new.
+func TestSpacingForgetsADroppedPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Adapt: true}) // untold: no pace but the one set
+		ln := l.lane("")
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		set := func(r float64) {
+			ln.req.est.rate, ln.req.est.ceil = r, r
+			ln.logged("rpm", &ln.req, ln.l.now(), 1)
+		}
+		set(2)
+		now := ln.l.now()
+		ln.req.spaced(now.Add(400 * time.Millisecond)) // a turn given ahead, at 2 a second
+		set(math.Inf(1))
+		set(2)
+		if at := ln.req.spaced(now); !at.Equal(now) {
+			t.Errorf("the first turn at the pace set again goes %v after now, want at once", at.Sub(now))
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -44,5 +45,76 @@ func TestSearchBetweenHalves(t *testing.T) {
 				t.Errorf("the next step: %.3f, want %.3f", next, want)
 			}
 		})
+	}
+}
+
+// sendAt sends at the estimator's pace from start until until, each
+// request admitted 50 ms later, ticking before each send; it returns when
+// the next would go. Paces stay under 20 a second, so each answer comes
+// before the next send.
+func sendAt(e *estimator, start, until time.Time) time.Time {
+	t := start
+	for t.Before(until) {
+		e.tick(t)
+		e.sent(1)
+		e.admitted(t.Add(50*time.Millisecond), t, 1)
+		if e.rate > 20 || e.rate < 0.5 {
+			panic(fmt.Sprintf("pace %v at %v", e.rate, t.Sub(t0)))
+		}
+		t = t.Add(time.Duration(float64(time.Second) / e.rate))
+	}
+	return t
+}
+
+// refuseOne sends one request at t, refused at once, and returns when its
+// cut is decided.
+func refuseOne(e *estimator, t time.Time) time.Time {
+	e.tick(t)
+	e.sent(1)
+	if hold := e.refused(t.Add(time.Millisecond), t, 1, 0); hold <= 0 {
+		panic(fmt.Sprintf("the refusal at %v set no hold", t.Sub(t0)))
+	}
+	done := e.cut.decideAt
+	if done.IsZero() {
+		panic(fmt.Sprintf("the refusal at %v left no cut to decide", t.Sub(t0)))
+	}
+	e.tick(done)
+	return done
+}
+
+// TestSearchGoesOnHalving: the search keeps halving, through ticks, after
+// a halfway step is refused too, and a refusal at the pace held that is
+// too soon to decide anything leaves it searching.
+func TestSearchGoesOnHalving(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	e.rate, e.climbs = 4, 3 // a cut's pace (not a step's), the doubling step next
+	now := t0
+	for e.rate == 4 { // held, and a step up
+		now = sendAt(&e, now, now.Add(100*time.Millisecond))
+	}
+	held := e.rate
+	for e.rate == held { // held, and a step further
+		now = sendAt(&e, now, now.Add(100*time.Millisecond))
+	}
+	refusedAt := e.rate
+	now = refuseOne(&e, now)
+	if e.rate != held || !e.searching {
+		t.Fatalf("refused at %.2f after %.2f held: pace %.2f, searching %v; want %.2f and searching", refusedAt, held, e.rate, e.searching, held)
+	}
+	now = refuseOne(&e, sendAt(&e, now, now.Add(300*time.Millisecond))) // at the pace held, too soon to say anything
+	if e.rate != held || !e.searching {
+		t.Fatalf("a refusal too soon to decide at %.2f: pace %.2f, searching %v; want it unchanged", held, e.rate, e.searching)
+	}
+	for _, bad := range []float64{refusedAt, math.Sqrt(held * refusedAt)} {
+		for e.rate == held {
+			now = sendAt(&e, now, now.Add(100*time.Millisecond))
+		}
+		if want := math.Sqrt(held * bad); math.Abs(e.rate-want) > 1e-9 {
+			t.Fatalf("from %.2f held, %.2f refused: the step went to %.3f, want halfway, %.3f", held, bad, e.rate, want)
+		}
+		now = refuseOne(&e, now)
+		if e.rate != held || !e.searching {
+			t.Fatalf("the halfway step refused: pace %.2f, searching %v; want %.2f and searching", e.rate, e.searching, held)
+		}
 	}
 }
