@@ -187,7 +187,7 @@ type evidence struct {
 	hi      int // what most refused ones found at least (their median); 0: none refused
 	refused int // how many were refused
 	fewer   int // of those, how many found fewer than hi
-	bursts  int // at how many instants they were sent
+	bursts  int // in how many bunches they were sent (see bunchGap)
 	after   int // how many were admitted that were sent after the first of the refused ones
 }
 
@@ -211,9 +211,10 @@ func (f *flights) evidence() evidence {
 			if first.IsZero() {
 				first = r.sent
 			}
-			if !r.sent.Equal(last) {
-				e.bursts, last = e.bursts+1, r.sent
+			if last.IsZero() || r.sent.Sub(last) > bunchGap {
+				e.bursts = e.bursts + 1 // a new bunch (see bunchGap): sends microseconds apart are one
 			}
+			last = r.sent
 		}
 	}
 	if e.refused > 0 {
