@@ -212,7 +212,7 @@ func (f *flights) evidence() evidence {
 				first = r.sent
 			}
 			if last.IsZero() || r.sent.Sub(last) > bunchGap {
-				e.bursts = e.bursts + 1 // a new bunch (see bunchGap): sends microseconds apart are one
+				e.bursts++ // a new bunch (see bunchGap): sends microseconds apart are one
 			}
 			last = r.sent
 		}
