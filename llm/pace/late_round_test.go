@@ -120,3 +120,18 @@ func TestLateProbeBeforeFirstAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestLateStayGuardedAsItsLength: a stay of 0.3 s that late probes showed
+// under resets of 1 s is guarded by a fiftieth of it, as a told length
+// is, not by the reset's 20 ms (held at 0.32 s, a GCRA of 20 a second
+// answered 3 s late went at 18.75 a second).
+func TestLateStayGuardedAsItsLength(t *testing.T) {
+	w := lateWindow(300*time.Millisecond, nil)
+	if got, want := w.span(), 306*time.Millisecond; got != want {
+		t.Errorf("span %v, want %v", got, want)
+	}
+	w.late.stay = 0
+	if got, want := w.span(), 1020*time.Millisecond; got != want {
+		t.Errorf("with no stay shown, span %v, want the reset's %v", got, want)
+	}
+}

@@ -14,18 +14,18 @@ func (w *window) guard() time.Duration { return min(50*time.Millisecond, w.perio
 
 // span is how long a unit stays in the window at most: its told length, a
 // sliding counter's, the length a told rate gives it, else the longest
-// reset seen; the guard added. Of a told rate's length shorter than the
-// longest reset, the guard is a fiftieth of that length at most, as it is
-// of a reset: told 20 a second, a GCRA with a burst of 5 (a length of 0.3
-// s, its resets 1 s) was paced at 0.32 s a window, 1.06x. Not so of a
-// length half the resets or more, which may be a sliding counter's (its
-// resets reach twice its length, and the guard of those, cut to a
-// length's, let one of 1 s refuse 0.5% rather than 0.2%), nor of a stay
-// late probes showed (told in whole units, it may be a little short, and
-// the guard keeps the lane off the refusals that would lengthen it).
+// reset seen; the guard added. Of a told rate's length, or a stay late
+// probes showed, shorter than half the longest reset, the guard is a
+// fiftieth of that length at most, as it is of a reset: told 20 a second,
+// a GCRA with a burst of 5 (a length of 0.3 s, its resets 1 s) was paced
+// at 0.32 s a window, 1.06x; untold and answered 3 s late, at the same
+// 0.32 s from the stay its late probes showed, 1.18x (1.14x so guarded).
+// Not so of a length half the resets or more, which may be a sliding
+// counter's (its resets reach twice its length, and the guard of those,
+// cut to a length's, let one of 1 s refuse 0.5% rather than 0.2%).
 func (w *window) span() time.Duration {
 	l, g := w.lasts(), w.guard()
-	if t := w.toldLength(); t > 0 && l == t && 2*t < w.period && w.late.stay == 0 {
+	if l > 0 && 2*l < w.period && (l == w.late.stay || w.late.stay == 0 && l == w.toldLength()) {
 		g = min(g, l/50)
 	}
 	return l + g
