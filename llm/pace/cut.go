@@ -152,7 +152,7 @@ func (e *estimator) bounded(now time.Time, cut pending) (next, bad float64) {
 	// for as long as they take, and cut after cut at 1.5 s answers, each
 	// epoch's one answer a refusal, took the pace to 798/min, under the
 	// 1200/min a GCRA had held (1.17x).
-	if e.ep.share() >= deepShare && !e.ep.lumpy() {
+	if e.ep.share() >= deepShare && !e.ep.lumpy() && !e.stepRefused(cut) {
 		deep := cut.sentRate * max(1-(1-cutLeast)*float64(int(1)<<min(e.downs, 3)), 0.5)
 		next = min(next, max(deep, cutTo*e.good))
 	}
@@ -238,6 +238,17 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	}
 	e.climbs = 0
 	return next, bad
+}
+
+// stepRefused reports whether cut is the first after a step over a pace
+// held (good), before the step's answers were enough to measure anything:
+// the rate lies between the two (see bracket), and the share refused of
+// so few (one of three) says nothing of how far over the step went. Cut a
+// twentieth under the pace held by that share (see bounded), the climb
+// back to it took 15 s at nginx's 10 a second with no burst, each time a
+// probe at 605/min was refused.
+func (e *estimator) stepRefused(cut pending) bool {
+	return e.downs == 0 && e.overHeld(cut.sentRate) && e.ep.answers < minAnswers
 }
 
 // toldFirst reports whether cut is the first in a row at the told limit
