@@ -90,6 +90,7 @@ type estimator struct {
 	hedge                hedge         // the last cut's, if it went under what was admitted out of holds
 	window               time.Duration // the window the lane's answers show, its burst a window's worth (see windowRate); 0: none
 	lockedOut            bool          // a run of refusals has lasted lockout (see dryRun)
+	sparse               bool          // the opening showed no burst: a step waits for fewer answers (see stepAnswers)
 	sends                int           // requests sent in all: with full.sent, the mean request's units (see epoch.weight)
 	ep                   epoch
 }
@@ -270,7 +271,7 @@ func (e *estimator) tick(now time.Time) {
 		return
 	}
 	e.ep.judged = now
-	if !e.used(now) || e.heard(now) < minAnswers {
+	if !e.used(now) || e.heard(now) < e.stepAnswers() {
 		return // a pace not used, or too slow to have said anything yet
 	}
 	e.downs = 0

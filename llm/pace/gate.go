@@ -117,8 +117,7 @@ func (ln *lane) capChanged(now time.Time, was int, found bool) {
 		ln.l.log.Info("concurrency cap found", "model", ln.model, "in flight", is)
 	case is == 0 && ln.gate.before != nil:
 		e := ln.gate.before
-		e.cut = pending{} // an episode it was in is over
-		e.shift(now, e.rate)
+		e.capDropped(now)
 		ln.req.est, ln.gate.before = *e, nil
 		ln.gate.paces++ // those turned back by the cap, their turn at no pace taken, pay this one
 		ln.logged("rpm", &ln.req, now, 1)

@@ -239,3 +239,33 @@ func TestCapDroppedBringsPaceBack(t *testing.T) {
 		t.Error("the estimator set aside is still held")
 	}
 }
+
+// TestCapDroppedInTheOpening: a cap of one found in the opening, before
+// any pace was found, and dropped as a mistake, was a rate limit with no
+// burst (it refuses two sent together, as a cap of one does): the pace
+// brought back climbs as a paced opening's, at the doubling step and on
+// half the answers, where it crept up a twentieth at a time (nginx's 10 a
+// second with no burst: 486/min to 524/min in 6.6 s). One that had held
+// a pace climbs as it did.
+func TestCapDroppedInTheOpening(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		l := New(Config{Concurrency: 16, Adapt: true})
+		ln := l.lane("m")
+		ln.mu.Lock()
+		now := l.now()
+		ln.req.est.rate = 8
+		if held {
+			ln.req.est.good = 8
+		}
+		ln.req.sync(now, 1)
+		ln.gate.policy.cap = 1
+		ln.capChanged(now, 0, true)
+		ln.gate.policy.cap = 0
+		ln.capChanged(now.Add(2*time.Second), 1, false)
+		e := ln.req.est
+		ln.mu.Unlock()
+		if opened := e.factor() >= 1.4 && e.stepAnswers() < minAnswers; opened == held {
+			t.Errorf("held %v: the cap dropped, the climb steps by %.2f on %d answers", held, e.factor(), e.stepAnswers())
+		}
+	}
+}

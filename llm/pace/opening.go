@@ -1,6 +1,9 @@
 package pace
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // The opening: the first refusal of all, with no pace yet, and an epoch
 // whose refusal came with too few answers to say anything (see decide).
@@ -50,7 +53,8 @@ func (e *estimator) goOn(cut pending) {
 // opening): it holds less than that at once, and the next such bunch, with
 // no pace, is refused as surely. The pace goes to what it took over the
 // hold, or the cut the refusal made, the greater, and climbs from there
-// at the doubling step. (nginx's limit_req with no burst, the opening's
+// at the doubling step, each step judged on half the answers (see
+// stepAnswers). (nginx's limit_req with no burst, the opening's
 // four at once, one admitted, went back to no pace: of the next four at
 // once all were refused, seven of the run's first eight sent.) Not where
 // the refusal's headers told the window: the tracker holds the sends to
@@ -58,6 +62,34 @@ func (e *estimator) goOn(cut pending) {
 func (e *estimator) pacedOpening(cut pending) {
 	took := max(cut.sent-e.ep.refused, 0)
 	r := max(cutLeast*cut.sentRate, took/max(cut.decideAt.Sub(cut.at), quickHold).Seconds(), e.least(cut))
-	e.climbs, e.downs = 3, 1
+	e.climbs, e.downs, e.sparse = 3, 1, true
 	e.shift(cut.decideAt, r)
+}
+
+// stepAnswers is how many answers a step up waits for: half of
+// minAnswers where the opening showed no burst (see pacedOpening, and
+// capDropped). Such a server refuses any request sent sooner after the one
+// before than its rate allows, so at a pace over its rate the first
+// request is refused; where a burst hides an overshoot until it is spent,
+// eight are needed to say a step held. (Eight at 4 a second took 2.2 s a
+// step at nginx's 10 a second with no burst: 1.15x the ideal, 1.09x on
+// half, in the wide zoo.)
+func (e *estimator) stepAnswers() int {
+	if e.sparse {
+		return minAnswers / 2
+	}
+	return minAnswers
+}
+
+// capDropped brings back the estimator a concurrency cap set aside, the
+// cap dropped as a mistake: its refusals were a rate limit's with no
+// burst, which refuses two sent together as a cap of one does. Found in
+// the opening, before any pace was, the climb goes on as a paced
+// opening's (see pacedOpening).
+func (e *estimator) capDropped(now time.Time) {
+	e.cut = pending{} // an episode it was in is over
+	if e.good == 0 && e.bad == 0 && !math.IsInf(e.rate, 1) {
+		e.climbs, e.sparse = 3, true
+	}
+	e.shift(now, e.rate)
 }

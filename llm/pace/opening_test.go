@@ -91,3 +91,33 @@ func TestOpeningBunchMostlyRefusedPaces(t *testing.T) {
 		t.Errorf("the climb from it steps by %.2f, want the doubling step's 1.4 at least", f)
 	}
 }
+
+// TestOpeningSparseStepsSooner: after an opening that showed no burst
+// (one of a bunch admitted), each request at the pace tests it, as the
+// server refuses any sent too soon after the one before: a step up waits
+// for half the answers, where eight at 4 a second took 2.2 s a step
+// (nginx with no burst). A pace not so opened waits for all eight.
+func TestOpeningSparseStepsSooner(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sparse bool
+		most   time.Duration // the longest the first step may take
+		least  time.Duration // the least
+	}{
+		{"opened with no burst", true, 1300 * time.Millisecond, 0},
+		{"a cut's pace", false, 3 * time.Second, 1900 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEstimator(math.Inf(1), true, t0)
+			e.rate, e.climbs, e.downs, e.sparse = 4, 3, 1, tc.sparse
+			e.ep = epoch{start: t0, judged: t0}
+			now := t0
+			for e.rate == 4 && now.Before(t0.Add(5*time.Second)) {
+				now = sendAt(&e, now, now.Add(10*time.Millisecond))
+			}
+			if took := now.Sub(t0); e.rate == 4 || took > tc.most || took < tc.least {
+				t.Errorf("pace %.2f/s after %v; want a step up in %v to %v", e.rate, took, tc.least, tc.most)
+			}
+		})
+	}
+}
