@@ -41,6 +41,11 @@ func (e *estimator) decide(now time.Time) {
 	// Refused again after a cut, all that was sent (what is not refused
 	// yet is on its way: a refusal comes back at once).
 	locked := e.ep.admitted == 0 && e.ep.refused >= e.ep.sent && e.ep.answers >= minLocked && e.bad > 0
+	if e.inWake(cut) {
+		e.ep.held += cut.decideAt.Sub(cut.at)
+		e.searching, e.climbed = searching, climbed // nothing changed: the search goes on
+		return
+	}
 	_, _, full := e.fullRate(cut)
 	_, dry := e.dryRate(cut)
 	if e.ep.answers < minAnswers && !e.opening(cut) && !locked && !e.overHeld(cut.sentRate) && !full && !dry {
@@ -65,6 +70,9 @@ func (e *estimator) decide(now time.Time) {
 			e.shift(now, min(e.noise.probe(), e.ceil))
 			return
 		}
+	}
+	if e.overHeld(cut.sentRate) {
+		e.stepNay = e.nayAt // its run of refusals is a wake (see inWake)
 	}
 	next, bad := e.bounded(now, cut)
 	if cut.sentRate <= e.good || (bad > 0 && e.good >= bad) {
@@ -240,17 +248,6 @@ func (e *estimator) bracket(cut pending) (next, bad float64) {
 	return next, bad
 }
 
-// stepRefused reports whether cut is the first after a step over a pace
-// held (good), before the step's answers were enough to measure anything:
-// the rate lies between the two (see bracket), and the share refused of
-// so few (one of three) says nothing of how far over the step went. Cut a
-// twentieth under the pace held by that share (see bounded), the climb
-// back to it took 15 s at nginx's 10 a second with no burst, each time a
-// probe at 605/min was refused.
-func (e *estimator) stepRefused(cut pending) bool {
-	return e.downs == 0 && e.overHeld(cut.sentRate) && e.ep.answers < minAnswers
-}
-
 // toldFirst reports whether cut is the first in a row at the told limit
 // (within a tenth), the pace used. Told nothing, cut after cut, or
 // refused while sending well under the pace (the told limit is wrong),
@@ -258,10 +255,6 @@ func (e *estimator) stepRefused(cut pending) bool {
 func (e *estimator) toldFirst(cut pending) bool {
 	return !math.IsInf(e.ceil, 1) && e.downs == 0 && cut.rate >= cutLeast*e.ceil && cut.sentRate >= cutLeast*cut.rate
 }
-
-// overHeld reports whether rate is over a pace held for a span (good):
-// refused there, the rate lies between the two.
-func (e *estimator) overHeld(rate float64) bool { return e.good > 0 && e.good < rate }
 
 // share is the share of the units answered in the epoch that were refused.
 func (ep *epoch) share() float64 { return ep.refused / max(ep.admitted+ep.refused, 1) }

@@ -62,6 +62,7 @@ type estimator struct {
 	nayTrip              time.Duration // the longest round trip of a refusal lately; 0: none seen (see heard)
 	okAt                 time.Time     // when the newest request admitted went
 	nayAt                time.Time     // when the first request refused since went
+	stepNay              time.Time     // the nayAt of the run in which a step over good was last refused (see inWake)
 	dryCut               bool          // an episode began in the run of refusals since nayAt, past lockout or at a wall
 	runCut               bool          // an episode began in that run at all, told nothing and with no hint (see outWalled)
 	drain                bool          // the next refusal holds a whole span (see goOn), while nothing is known of the rate

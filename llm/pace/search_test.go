@@ -136,3 +136,33 @@ func TestStepRefusedGoesBackToHeld(t *testing.T) {
 		t.Errorf("pace %.1f/min after the step refused, want the pace held, %.1f/min", 60*e.rate, 60*good)
 	}
 }
+
+// TestWakeOfAStepRefused: held at 10 a second, a step to 14 refused set a
+// ban (or overfilled a window): the server refuses the probes that follow
+// at the pace held, whatever the pace, until the ban is over. In that
+// wake, nothing admitted, the pace held stands and the rate refused stays
+// the step's (halved by the ban's refusals, the climb back took a run to
+// 2.1x). Refused on past lockout, the pace held was over the rate after
+// all, and the cuts go on.
+func TestWakeOfAStepRefused(t *testing.T) {
+	e := newEstimator(math.Inf(1), true, t0)
+	e.rate, e.good, e.goodFor, e.climbed, e.goodClimbed = 14, 10, 5*time.Second, true, true
+	e.ep = epoch{start: t0, judged: t0}
+	now := refuseOne(&e, sendAt(&e, t0, t0.Add(200*time.Millisecond)))
+	if e.rate != 10 || e.bad != 14 {
+		t.Fatalf("the step refused: pace %.2f, refused %.2f; want 10 and 14", e.rate, e.bad)
+	}
+	first := now
+	for now.Sub(first) < 1500*time.Millisecond {
+		now = refuseOne(&e, now.Add(20*time.Millisecond))
+		if e.rate != 10 || e.bad != 14 {
+			t.Fatalf("refused in the wake, %v after the step's: pace %.2f, refused %.2f; want 10 and 14 as they were", now.Sub(first), e.rate, e.bad)
+		}
+	}
+	for now.Sub(first) < lockout+time.Second && e.rate == 10 {
+		now = refuseOne(&e, now.Add(20*time.Millisecond))
+	}
+	if e.rate >= 10 {
+		t.Errorf("refused on %v past the step's refusal: pace %.2f, want a cut under the pace held", now.Sub(first), e.rate)
+	}
+}
