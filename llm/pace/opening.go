@@ -24,7 +24,7 @@ func (e *estimator) opening(cut pending) bool {
 // anything: the epoch goes on, and the next refusal decides with more;
 // but mostly refused (two thirds of what was answered, two at least, and
 // half of what was sent), the pace is far over and halves; with none yet,
-// one is set (see pacedOpening), unless the headers told the window. Answers
+// one is set (see pacedOpening). Answers
 // slower than the window are not refusals: a refusal comes back at once, and
 // those refused before any answer came back are no reason to halve the
 // pace, told or found.
@@ -40,7 +40,7 @@ func (e *estimator) goOn(cut pending) {
 			e.shift(cut.decideAt, cut.rate) // and what follows is judged afresh
 			return
 		}
-		if math.IsInf(cut.rate, 1) && !cut.shown {
+		if math.IsInf(cut.rate, 1) {
 			e.pacedOpening(cut)
 			return
 		}
@@ -56,9 +56,11 @@ func (e *estimator) goOn(cut pending) {
 // at the doubling step, each step judged on half the answers (see
 // stepAnswers). (nginx's limit_req with no burst, the opening's
 // four at once, one admitted, went back to no pace: of the next four at
-// once all were refused, seven of the run's first eight sent.) Not where
-// the refusal's headers told the window: the tracker holds the sends to
-// what it has left (see goOn).
+// once all were refused, seven of the run's first eight sent.) So too
+// where the refusal's headers told the window: a window that refused most
+// of a bunch sent into it takes no bunch, whatever it says it holds (a
+// GCRA with no burst, told as a window of 5 a second, had the tracker
+// send 5 at once at each reset).
 func (e *estimator) pacedOpening(cut pending) {
 	took := max(cut.sent-e.ep.refused, 0)
 	r := max(cutLeast*cut.sentRate, took/max(cut.decideAt.Sub(cut.at), quickHold).Seconds(), e.least(cut))

@@ -71,24 +71,36 @@ func TestOpeningTold(t *testing.T) {
 // server holds less than a third of it at once: the pace goes to what it
 // took over the hold (one a quarter second), not back to none, where the
 // next four at once would all be refused; and it climbs from there at the
-// doubling step.
+// doubling step. So too where the refusals' headers told the window: a
+// GCRA of 5 a second with no burst, its headers a window of 5, let the
+// tracker send 5 at once at each reset, 4 refused each second until the
+// first answers came 3 s late (7.4% refused, 1.34x).
 func TestOpeningBunchMostlyRefusedPaces(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	e := newEstimator(math.Inf(1), true, t0)
-	for range 4 {
-		e.sent(1)
-	}
-	var hold time.Duration
-	for range 3 {
-		hold = max(hold, e.refused(t0.Add(time.Millisecond), t0, 1, 0))
-	}
-	e.admitted(t0.Add(200*time.Millisecond), t0, 1)
-	e.tick(e.cut.decideAt)
-	if math.IsInf(e.rate, 1) || e.rate < 3.9 || e.rate > 4.1 {
-		t.Fatalf("after the bunch's hold of %v: pace %.2f/s, want about 4/s (one taken a quarter second)", hold, e.rate)
-	}
-	if f := e.factor(); f < 1.4 {
-		t.Errorf("the climb from it steps by %.2f, want the doubling step's 1.4 at least", f)
+	for _, shown := range []bool{false, true} {
+		t0 := time.Unix(1000, 0)
+		e := newEstimator(math.Inf(1), true, t0)
+		for range 4 {
+			e.sent(1)
+		}
+		hint := time.Duration(0)
+		if shown {
+			e.shown, hint = true, time.Second
+		}
+		var hold time.Duration
+		for range 3 {
+			hold = max(hold, e.refused(t0.Add(time.Millisecond), t0, 1, hint))
+		}
+		e.admitted(t0.Add(200*time.Millisecond), t0, 1)
+		e.tick(e.cut.decideAt)
+		switch {
+		case shown && (math.IsInf(e.rate, 1) || e.rate < 1):
+			t.Fatalf("the window told: after the bunch's hold of %v, pace %.2f/s, want one (1/s at least)", hold, e.rate)
+		case !shown && (math.IsInf(e.rate, 1) || e.rate < 3.9 || e.rate > 4.1):
+			t.Fatalf("after the bunch's hold of %v: pace %.2f/s, want about 4/s (one taken a quarter second)", hold, e.rate)
+		}
+		if f := e.factor(); f < 1.4 {
+			t.Errorf("shown %v: the climb from it steps by %.2f, want the doubling step's 1.4 at least", shown, f)
+		}
 	}
 }
 
