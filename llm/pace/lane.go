@@ -212,6 +212,7 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 		kept = ln.keeper.tokens
 	}
 	ln.req.win.waiting(now, ln.gate.policy.log.oldest()) // for late probes, of requests only
+	ln.req.win.trip = ln.req.est.nayTrip                 // see roll.go (of requests only)
 	okR, dR, probeR := ln.req.win.roomOrProbe(now, ln.req.count, 1, 0)
 	okT, dT, probeT := true, time.Duration(0), false
 	okS, dS := true, time.Duration(0)

@@ -73,6 +73,7 @@ type window struct {
 	burst  burst         // the sends about the newest reading's, which reached the server in any order (see burst)
 	late   lateProbes    // what probes of a window answered later than its resets showed (see late.go)
 	named  namedSecond   // whether whole-second resets are counted from the arrival (see named.go)
+	trip   time.Duration // a refusal's round trip, as the lane last saw it; 0: none seen
 }
 
 // sent records that the lane's count reached count at now. The log keeps
@@ -152,6 +153,9 @@ func (w *window) room(now time.Time, count, n, kept float64) (ok bool, wait time
 	avail := w.avail(now, count)
 	switch {
 	case n <= avail-kept:
+		if d, held := w.rollHold(now, count); held {
+			return false, d // see roll.go
+		}
 		return true, 0
 	case kept == 0 && w.limit > 0 && n > float64(w.limit) && avail >= float64(w.limit):
 		return true, 0 // bigger than a whole window, into an untouched one: servers admit it
