@@ -28,6 +28,9 @@ func (w *window) roomOrProbe(now time.Time, count, n, kept float64) (ok bool, wa
 	if ok, wait = w.room(now, count, n, kept); ok {
 		return ok, wait, false
 	}
+	if _, held := w.rollHold(now, count); held {
+		return false, wait, false // the first at a roll is on its way: no probe beside it (see roll.go)
+	}
 	at, may := w.probeAt(now, n+kept)
 	w.late.due = false
 	if !may {

@@ -18,23 +18,31 @@ import "time"
 
 // rollHold reports whether a request that fits the window at now, the
 // lane's count at count, is held at a roll, and for how long: the first
-// sent after the reset went, and it is not yet known taken.
+// sent at the reset or after it went, and it is not yet known taken.
 func (w *window) rollHold(now time.Time, count float64) (time.Duration, bool) {
-	if !w.atRoll(now) || count < w.log.countAt(w.reset)+1 {
+	from := w.reset.Add(-time.Nanosecond) // sends at the reset itself are after it
+	if !w.atRoll(now) || count < w.log.countAt(from)+1 {
 		return 0, false
 	}
-	t, _ := w.log.after(w.reset)
-	return max(t.Add(2*w.trip+bunchGap).Sub(now), time.Millisecond), true
+	t, _ := w.log.after(from)
+	return max(t.Add(w.rollWait()).Sub(now), time.Millisecond), true
 }
 
 // atRoll reports whether the window is at a roll not yet shown to have
 // renewed it, at now: a reset in whole seconds passed, and the request
-// that went first after it (if one has) too recent to be known taken.
+// that went first at it or after (if one has) too recent to be known taken.
 func (w *window) atRoll(now time.Time) bool {
 	coarse := !w.fine || !w.named.end.IsZero() // in whole seconds, or naming one of the clock
 	if !coarse || w.limit <= 0 || w.refill > 0 || w.counting() || w.trip <= 0 || w.reset.IsZero() || now.Before(w.reset) {
 		return false
 	}
-	t, ok := w.log.after(w.reset)
-	return !ok || now.Before(t.Add(2*w.trip+bunchGap))
+	t, ok := w.log.after(w.reset.Add(-time.Nanosecond))
+	return !ok || now.Before(t.Add(w.rollWait()))
+}
+
+// rollWait is how long the first request at a roll goes before the rest:
+// twice a refusal's round trip, a tenth of the window's period at most (a
+// slow refusal through a queueing proxy would hold each roll seconds).
+func (w *window) rollWait() time.Duration {
+	return min(2*w.trip, w.period/10) + bunchGap
 }
