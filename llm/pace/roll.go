@@ -17,27 +17,23 @@ import "time"
 // token window's roll is the request's.
 
 // rollHold reports whether a request that fits the window at now, the
-// lane's count at count, is held at a roll, and for how long: the first
-// sent at the reset or after it went, and it is not yet known taken.
+// lane's count at count, is held at a roll, and for how long: a reset in
+// whole seconds (or naming one of the clock) passed, and the request that
+// went first at it or after is too recent to be known taken.
 func (w *window) rollHold(now time.Time, count float64) (time.Duration, bool) {
-	from := w.reset.Add(-time.Nanosecond) // sends at the reset itself are after it
-	if !w.atRoll(now) || count < w.log.countAt(from)+1 {
+	coarse := !w.fine || !w.named.end.IsZero()
+	if !coarse || w.limit <= 0 || w.refill > 0 || w.counting() || w.trip <= 0 || w.reset.IsZero() || now.Before(w.reset) {
 		return 0, false
 	}
-	t, _ := w.log.after(from)
-	return max(t.Add(w.rollWait()).Sub(now), time.Millisecond), true
-}
-
-// atRoll reports whether the window is at a roll not yet shown to have
-// renewed it, at now: a reset in whole seconds passed, and the request
-// that went first at it or after (if one has) too recent to be known taken.
-func (w *window) atRoll(now time.Time) bool {
-	coarse := !w.fine || !w.named.end.IsZero() // in whole seconds, or naming one of the clock
-	if !coarse || w.limit <= 0 || w.refill > 0 || w.counting() || w.trip <= 0 || w.reset.IsZero() || now.Before(w.reset) {
-		return false
+	from := w.reset.Add(-time.Nanosecond) // sends at the reset itself are after it
+	t, ok := w.log.after(from)
+	if !ok || count < w.log.countAt(from)+1 {
+		return 0, false // none has gone yet: the first may
 	}
-	t, ok := w.log.after(w.reset.Add(-time.Nanosecond))
-	return !ok || now.Before(t.Add(w.rollWait()))
+	if d := t.Add(w.rollWait()).Sub(now); d > 0 {
+		return max(d, time.Millisecond), true
+	}
+	return 0, false
 }
 
 // rollWait is how long the first request at a roll goes before the rest:
