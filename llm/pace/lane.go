@@ -211,8 +211,8 @@ func (ln *lane) fits(now time.Time, t *turn) (bool, time.Duration) {
 	if ln.keeper != nil && ln.keeper != t && !ln.keeper.passing {
 		kept = ln.keeper.tokens
 	}
-	ln.req.win.waiting(now, ln.gate.policy.log.oldest()) // for late probes, of requests only
-	ln.req.win.trip = ln.req.est.nayTrip                 // see roll.go (of requests only)
+	ln.look(now)                         // for late probes, of requests only (see taken.go)
+	ln.req.win.trip = ln.req.est.nayTrip // see roll.go (of requests only)
 	okR, dR, probeR := ln.req.win.roomOrProbe(now, ln.req.count, 1, 0)
 	okT, dT, probeT := true, time.Duration(0), false
 	okS, dS := true, time.Duration(0)

@@ -11,7 +11,7 @@ import (
 // probes showed, stay (0: none), with the units sent at each of sends.
 func lateWindow(stay time.Duration, sends map[time.Duration]int) *window {
 	w := &window{limit: 6, base: 6, period: time.Second, reset: at(5 * time.Second), lag: 3 * time.Second}
-	w.late.stay = stay
+	w.late.stay, w.late.shown = stay, stay > 0 // a stay late probes showed
 	count := 0.0
 	for d := time.Duration(0); d <= 20*time.Second; d += 10 * time.Millisecond {
 		for range sends[d] {

@@ -104,6 +104,7 @@ func (p *Permit) Done(o Outcome) (wait time.Duration) {
 	ln.req.opening = 0 // the server answered (see Limiter.opening)
 	if !o.Keyed && !ln.contradicted(o, now) {
 		ln.req.win.read(o.Requests, p.sent, now, p.seqReq)
+		ln.taken(o, p.sent)
 		ln.tok.win.read(o.TokenWindow, p.sent, now, p.seqTok)
 		ln.req.est.stretch(ln.req.win.period)
 		ln.tok.est.stretch(ln.tok.win.period)

@@ -60,10 +60,15 @@ const maxProbes = 1
 // the second half of the longest reset seen as a counter of half that
 // length takes to give them back, and a tenth more; ok is false if they
 // may not: also when a told rate gives the length (see toldLength), which
-// lets units go after it.
+// lets units go after it, and when a stay under half the longest reset
+// was shown (see late.go, taken.go): the tracker lets them go after it
+// already. (A GCRA's stay, 0.38 s, shown by the lane's count at 1.5 s,
+// its reset 1 s: the probe went with the six the stay let go, was
+// refused, and its reading, counted before theirs, held the lane for a
+// second as the server's count of others.)
 func (w *window) probeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	if w.limit <= 0 || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || !w.mayProbe(now) ||
-		n > w.base || !now.Before(w.reset) {
+		n > w.base || !now.Before(w.reset) || w.late.stay > 0 && 2*w.late.stay < w.period {
 		return time.Time{}, false
 	}
 	half := w.period / 2
