@@ -27,10 +27,10 @@ import (
 // stay so shown, shorter, is the window's span from then on, and the next
 // probe tests a shorter one still; a probe that shows none shorter, or is
 // refused, makes the next wait holdSpans stays, doubling with each. Each
-// probe is a unit past what the tracker lets go, so once a stay is shown
-// one is on its way at a time (see flying).
+// probe is a unit past what the tracker lets go, so once a late probe
+// has shown a stay one is on its way at a time (see flying).
 type lateProbes struct {
-	stay  time.Duration // the longest a unit stays in the window, as late probes showed; 0: not shown
+	stay  time.Duration // the longest a unit stays in the window, as late probes (or the lane's count, see taken.go) showed; 0: not shown
 	least time.Duration // the least it may stay, as they showed
 	shown bool          // a late probe showed stay (not only the lane's count, see taken.go)
 	fly   [lateFlying]lateProbe

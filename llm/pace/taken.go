@@ -27,9 +27,13 @@ func (ln *lane) taken(o Outcome, sentAt time.Time) {
 
 // look gives the window of requests what the flight log shows of it: how
 // late answers come (see waiting), and, once a refusal noted (see taken)
-// is two of its round trips old, the requests sent by then that were not
-// refused. Sent at one instant, requests reach the server in any order, so
-// those sent with the refused one count too. ln.mu is held.
+// is older than two of the longest recent refusal round trips, the
+// requests sent in the reset before it that were not refused. Sent at one
+// instant, requests reach the server in any order, so those sent with the
+// refused one count too. Taken within a tenth of the reset, they are a
+// burst that tells nothing of a refill (a limit told per replica, say,
+// of several behind one address), and the stay they would show, a few
+// milliseconds, would flood the server. ln.mu is held.
 func (ln *lane) look(now time.Time) {
 	w, f := &ln.req.win, &ln.gate.policy.log
 	w.waiting(now, f.oldest())
@@ -41,9 +45,10 @@ func (ln *lane) look(now time.Time) {
 	if w.limit <= 0 || !w.unknownKind() {
 		return
 	}
-	n, first := f.taken(at.Add(-w.period), at.Add(bunchGap), now)
-	if size := float64(w.limit); n > 2*size {
-		stay := seconds(at.Add(bunchGap).Sub(first).Seconds() * size / (n - size))
+	end := at.Add(bunchGap)
+	n, first := f.taken(end.Add(-w.period), end, now)
+	if size, span := float64(w.limit), end.Sub(first); n > 2*size && span >= w.period/10 {
+		stay := seconds(span.Seconds() * size / (n - size))
 		if stay < w.lasts() {
 			w.late.stay, w.late.fails = stay, 0
 			w.late.least = min(w.late.least, stay)
@@ -60,13 +65,13 @@ func (w *window) unknownKind() bool {
 		!w.counting() && w.refill == 0 && !w.wall
 }
 
-// taken returns how many requests sent from from to to the server
+// taken returns how many requests sent after from, up to to, the server
 // took, or must have (in flight for longer than twice a refusal's round
 // trip, as a refusal comes back at once), and when the first of them went.
 func (f *flights) taken(from, to, now time.Time) (n float64, first time.Time) {
 	for s := max(f.next-flightLen, 0); s < f.next; s++ {
 		g := f.at(s)
-		if g == nil || g.sent.Before(from) || g.sent.After(to) {
+		if g == nil || !g.sent.After(from) || g.sent.After(to) {
 			continue
 		}
 		if g.state == tookIt || g.state == flying && now.Sub(g.sent) > 2*f.quick+bunchGap {

@@ -98,30 +98,36 @@ func TestTakenShowsStay(t *testing.T) {
 
 // TestTakenNotPastTwiceTheLimit: a sliding log of 6 a second takes 6 and
 // refuses the rest; a fixed window may take 12 across its edge. Neither
-// count shows a stay shorter than the reset.
+// count shows a stay shorter than the reset; nor does a burst of 20 taken
+// within 20 ms (a limit of 6 told by each of several replicas): it tells
+// nothing of a refill, and its stay would be a few milliseconds.
 func TestTakenNotPastTwiceTheLimit(t *testing.T) {
-	for _, took := range []int{6, 12} {
+	for _, c := range []struct {
+		took int
+		gap  time.Duration
+	}{{6, 10 * time.Millisecond}, {12, 10 * time.Millisecond}, {20, time.Millisecond}} {
 		l := New(Config{Adapt: true})
 		ln := l.lane("m")
 		ln.mu.Lock()
 		now := l.now()
 		f := &ln.gate.policy.log
-		for i := range took + 1 {
-			s := f.send(now.Add(time.Duration(i) * 10 * time.Millisecond))
-			if i < took {
+		for i := range c.took + 1 {
+			sent := now.Add(time.Duration(i) * c.gap)
+			s := f.send(sent)
+			if i < c.took {
 				continue
 			}
-			ln.req.win.sent(now, float64(i+1))
+			ln.req.win.sent(sent, float64(i+1))
 			r := Reading{Told: true, Limit: 6, Left: 0, Reset: time.Second}
-			ln.req.win.read(r, now.Add(time.Duration(i)*10*time.Millisecond), now.Add(time.Duration(i)*10*time.Millisecond), float64(i+1))
-			f.answer(s, now.Add(time.Duration(i)*10*time.Millisecond), refusedIt)
-			ln.taken(Outcome{Result: Refused, Requests: r}, now.Add(time.Duration(i)*10*time.Millisecond))
+			ln.req.win.read(r, sent, sent, float64(i+1))
+			f.answer(s, sent, refusedIt)
+			ln.taken(Outcome{Result: Refused, Requests: r}, sent)
 		}
 		ln.look(now.Add(time.Second))
 		stay := ln.req.win.late.stay
 		ln.mu.Unlock()
 		if stay != 0 {
-			t.Errorf("%d taken in %v: a stay of %v shown, want none", took, time.Duration(took)*10*time.Millisecond, stay)
+			t.Errorf("%d taken %v apart: a stay of %v shown, want none", c.took, c.gap, stay)
 		}
 	}
 }

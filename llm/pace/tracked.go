@@ -35,7 +35,7 @@ import "time"
 func (w *window) admits() float64 {
 	switch {
 	case w.late.stay > 0 && w.limit > 0:
-		return w.base / w.span().Seconds() // as late probes showed it (see late.go)
+		return w.base / w.span().Seconds() // as late probes or the lane's count showed it (see late.go, taken.go)
 	case w.limit <= 0 || w.counting() || !w.fine:
 		return 0
 	case w.refill > 0:
