@@ -227,8 +227,9 @@ func (l *lateProbes) flying() int {
 // have refilled all it lacked may have stood full, refilling nothing,
 // for part of the time (one of 20 a second, short of 5 of its 6, gave
 // back 5 in 0.306 s and was taken to stay 0.306 s at least, its stay 0.3
-// s; held over it, 1.09x -> 1.14x). A refused probe, or one that shows
-// nothing, holds the next (see lateProbeAt).
+// s: the foreign zoo's cell ran to 1.11x and 1.16x so, 1.09x at most
+// not). A refused probe, or one that shows nothing, holds the next (see
+// lateProbeAt).
 func (w *window) bound(p lateProbe, r Reading, sentAt time.Time, seq float64) {
 	if p.ref.IsZero() || p.refLeft >= math.MaxInt32 || w.base <= 0 {
 		return
