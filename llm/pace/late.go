@@ -87,7 +87,7 @@ func (l *lateProbes) shorten(d time.Duration) time.Duration {
 func (w *window) lateProbeAt(now time.Time, n float64) (at time.Time, ok bool) {
 	span := w.span()
 	switch {
-	case w.late.off || w.limit <= 0 || w.fine || w.period > lateLongest || w.length > 0 || w.toldLength() > 0 || w.counting() || w.refill > 0 || w.wall:
+	case w.late.off || w.limit <= 0 || !w.unknownKind():
 		return time.Time{}, false
 	case w.reset.IsZero() || now.Before(w.reset) || w.lag <= span || n > w.base:
 		return time.Time{}, false

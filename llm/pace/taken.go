@@ -38,7 +38,7 @@ func (ln *lane) look(now time.Time) {
 	w, f := &ln.req.win, &ln.gate.policy.log
 	w.waiting(now, f.oldest())
 	at := w.late.check
-	if at.IsZero() || now.Sub(at) <= 2*f.quick+bunchGap {
+	if at.IsZero() || !f.settled(at, now) {
 		return
 	}
 	w.late.check = time.Time{}
@@ -66,15 +66,14 @@ func (w *window) unknownKind() bool {
 }
 
 // taken returns how many requests sent after from, up to to, the server
-// took, or must have (in flight for longer than twice a refusal's round
-// trip, as a refusal comes back at once), and when the first of them went.
+// took, or must have (in flight, settled), and when the first of them went.
 func (f *flights) taken(from, to, now time.Time) (n float64, first time.Time) {
 	for s := max(f.next-flightLen, 0); s < f.next; s++ {
 		g := f.at(s)
 		if g == nil || !g.sent.After(from) || g.sent.After(to) {
 			continue
 		}
-		if g.state == tookIt || g.state == flying && now.Sub(g.sent) > 2*f.quick+bunchGap {
+		if g.state == tookIt || g.state == flying && f.settled(g.sent, now) {
 			if n++; first.IsZero() {
 				first = g.sent
 			}
@@ -82,3 +81,8 @@ func (f *flights) taken(from, to, now time.Time) (n float64, first time.Time) {
 	}
 	return n, first
 }
+
+// settled reports whether a refusal of a request sent at sent would have
+// come back by now: it is older than twice the longest recent refusal
+// round trip (a refusal comes back at once), and a bunch's gap.
+func (f *flights) settled(sent, now time.Time) bool { return now.Sub(sent) > 2*f.quick+bunchGap }

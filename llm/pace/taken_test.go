@@ -1,7 +1,6 @@
 package pace
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,36 +8,28 @@ import (
 	"time"
 )
 
-// gcraServer is throttled's GCRA under synctest's clock: size units,
-// refilling at rate a second, starting full; it tells its limit (the
-// size), its level rounded down and its time to full in whole seconds
-// rounded up, and refuses with Retry-After in whole seconds.
+// gcraServer is throttled's GCRA (see testBucket) under synctest's clock,
+// refusing with Retry-After in whole seconds; it logs when each admitted
+// request was sent, from start.
 type gcraServer struct {
-	mu                sync.Mutex
-	size, rate, level float64
-	last              time.Time
-	took              []time.Duration // when each admitted request was sent, from start
-	start             time.Time
-	refused           int
+	mu      sync.Mutex
+	b       testBucket
+	start   time.Time
+	took    []time.Duration
+	refused int
 }
 
 func (g *gcraServer) serve() Outcome {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now := time.Now()
-	g.level = min(g.size, g.level+g.rate*now.Sub(g.last).Seconds())
-	g.last = now
-	o := Outcome{Result: Admitted}
-	if g.level >= 1 {
-		g.level--
-		g.took = append(g.took, now.Sub(g.start))
-	} else {
+	sent := time.Since(g.start)
+	r, ok := g.b.take(sent)
+	if !ok {
 		g.refused++
-		o = Outcome{Result: Refused, Hint: time.Second}
+		return Outcome{Result: Refused, Hint: time.Second, Requests: r}
 	}
-	full := time.Duration(math.Ceil((g.size-g.level)/g.rate)) * time.Second
-	o.Requests = Reading{Told: true, Limit: int(g.size), Left: int(g.level), Reset: full}
-	return o
+	g.took = append(g.took, sent)
+	return Outcome{Result: Admitted, Requests: r}
 }
 
 // runLate sends n requests through an untold lane with workers workers to
@@ -46,7 +37,7 @@ func (g *gcraServer) serve() Outcome {
 func runLate(t *testing.T, g *gcraServer, n, workers int, lag time.Duration) {
 	l := New(Config{Adapt: true, Margin: 0.03})
 	g.start = time.Now()
-	g.level, g.last = g.size, g.start
+	g.b.level, g.b.at = g.b.size, 0
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
@@ -82,7 +73,7 @@ func runLate(t *testing.T, g *gcraServer, n, workers int, lag time.Duration) {
 // to 4 were admitted.)
 func TestTakenShowsStay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &gcraServer{size: 6, rate: 20}
+		g := &gcraServer{b: testBucket{size: 6, rate: 20}}
 		runLate(t, g, 300, 64, 3*time.Second)
 		var early int
 		for _, d := range g.took {
